@@ -1,0 +1,152 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ExposureConfig configures how the kube-apiserver of a self-hosted shoot is exposed
+// through a virtual IP on OpenStack. Every field is optional; the defaults come from the
+// OpenStack InfrastructureStatus of the shoot and from the agent's built-in timings.
+type ExposureConfig struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// NetworkID is the Neutron network of the control-plane nodes.
+	// Default: status.providerStatus.networks.id of the Infrastructure.
+	// +optional
+	NetworkID *string `json:"networkID,omitempty"`
+	// SubnetID is the subnet in which the virtual IP is reserved. It must belong to NetworkID.
+	// Default: the subnet with purpose "nodes" of the Infrastructure.
+	// +optional
+	SubnetID *string `json:"subnetID,omitempty"`
+	// FloatingPoolName is the name of the external network that floating IPs come from.
+	// Mutually exclusive with FloatingNetworkID.
+	// Default: status.providerStatus.networks.floatingPool of the Infrastructure.
+	// +optional
+	FloatingPoolName *string `json:"floatingPoolName,omitempty"`
+	// FloatingNetworkID is the ID of the external network that floating IPs come from.
+	// Mutually exclusive with FloatingPoolName.
+	// +optional
+	FloatingNetworkID *string `json:"floatingNetworkID,omitempty"`
+	// FloatingIP is an existing, pre-allocated floating IP address to adopt instead of
+	// allocating one. On deletion it is only disassociated and stays with the project.
+	// Must not be set together with InternalOnly.
+	// +optional
+	FloatingIP *string `json:"floatingIP,omitempty"`
+	// VIPAddress is a fixed IP address in the subnet to use as the virtual IP.
+	// Default: Neutron picks a free address from the subnet's allocation pools.
+	// +optional
+	VIPAddress *string `json:"vipAddress,omitempty"`
+	// InternalOnly exposes the kube-apiserver on the virtual IP only: no floating IP is
+	// allocated and status.ingress carries the virtual IP. Default: false.
+	// +optional
+	InternalOnly *bool `json:"internalOnly,omitempty"`
+	// Agent tunes the kube-vip-agent DaemonSet on the control-plane nodes.
+	// +optional
+	Agent *AgentConfig `json:"agent,omitempty"`
+}
+
+// AgentConfig tunes the node agent that holds the virtual IP. Zero values take the
+// defaults given per field.
+type AgentConfig struct {
+	// Interface is the network interface that carries the virtual IP.
+	// Default: the interface with an address in the virtual IP's subnet, else the
+	// interface of the default route.
+	// +optional
+	Interface *string `json:"interface,omitempty"`
+	// LeaseDuration is how long followers wait, after the last renewal they observed,
+	// before they take over the Lease. Default: 1.5s.
+	// +optional
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+	// RenewDeadline is how long the leader keeps the virtual IP after the start of its
+	// last successful renewal; it must be shorter than LeaseDuration. Default: 1.3s.
+	// +optional
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+	// RetryPeriod is the interval between the leader's renewals. Default: 900ms.
+	// +optional
+	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
+	// ARPInterval is the interval of the gratuitous ARP refresh while leader (after the
+	// burst at takeover). Default: 5s.
+	// +optional
+	ARPInterval *metav1.Duration `json:"arpInterval,omitempty"`
+	// HealthCheck configures the probe of the node's local kube-apiserver.
+	// +optional
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+}
+
+// HealthCheck configures the agent's probe of the local kube-apiserver's /readyz.
+type HealthCheck struct {
+	// Period is the interval between probes. Default: 250ms.
+	// +optional
+	Period *metav1.Duration `json:"period,omitempty"`
+	// Timeout bounds a single probe. Default: 500ms.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// FailureThreshold is the number of consecutive failed probes after which the node
+	// gives up the virtual IP. Default: 2.
+	// +optional
+	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ExposureStatus is written to status.providerStatus of the SelfHostedShootExposure. It
+// records the OpenStack resources that this extension owns, so that they are found again
+// and deleted exactly.
+type ExposureStatus struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// NetworkID is the network of the virtual IP port.
+	NetworkID string `json:"networkID,omitempty"`
+	// SubnetID is the subnet of the virtual IP.
+	SubnetID string `json:"subnetID,omitempty"`
+	// PortID is the ID of the unbound Neutron port that reserves the virtual IP.
+	PortID string `json:"portID,omitempty"`
+	// VIPAddress is the virtual IP address.
+	VIPAddress string `json:"vipAddress,omitempty"`
+	// FloatingIPID is the ID of the floating IP associated with the virtual IP port.
+	// +optional
+	FloatingIPID string `json:"floatingIPID,omitempty"`
+	// FloatingIPAddress is the floating IP address.
+	// +optional
+	FloatingIPAddress string `json:"floatingIPAddress,omitempty"`
+	// FloatingIPAdopted is true when the floating IP was pre-allocated by the user; it is
+	// then disassociated, not released, on deletion.
+	// +optional
+	FloatingIPAdopted bool `json:"floatingIPAdopted,omitempty"`
+	// NodePorts lists the control-plane node ports that carry the virtual IP as an allowed
+	// address pair.
+	// +optional
+	NodePorts []NodePort `json:"nodePorts,omitempty"`
+	// InputsHash fingerprints every input of the OpenStack part of the last successful
+	// reconciliation except spec.endpoints; while it is unchanged, an update of the
+	// endpoints alone makes no OpenStack call.
+	// +optional
+	InputsHash string `json:"inputsHash,omitempty"`
+	// VerifiedAt is when the OpenStack resources were last read back and found right.
+	// +optional
+	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
+	// Agent reports the node agents.
+	// +optional
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// NodePort is a control-plane node's Neutron port that carries the virtual IP.
+type NodePort struct {
+	// NodeName is the name of the Node.
+	NodeName string `json:"nodeName"`
+	// PortID is the ID of the node's Neutron port.
+	PortID string `json:"portID"`
+}
+
+// AgentStatus reports the kube-vip-agent DaemonSet and the current holder of the VIP.
+type AgentStatus struct {
+	// DesiredPods is the number of agent pods the DaemonSet wants.
+	DesiredPods int32 `json:"desiredPods"`
+	// ReadyPods is the number of agent pods that are ready.
+	ReadyPods int32 `json:"readyPods"`
+	// LeaseHolder is the node that currently holds the Lease, and with it the virtual IP.
+	// +optional
+	LeaseHolder string `json:"leaseHolder,omitempty"`
+}
