@@ -66,6 +66,11 @@ type AgentConfig struct {
 	// RetryPeriod is the interval between the leader's renewals. Default: 900ms.
 	// +optional
 	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
+	// VIPLifetime is the kernel lifetime (valid_lft) of the virtual IP on the leader's NIC,
+	// in whole seconds; the leader refreshes it while it holds the Lease, so that the
+	// address expires on its own when the agent stops. Default: 1s.
+	// +optional
+	VIPLifetime *metav1.Duration `json:"vipLifetime,omitempty"`
 	// ARPInterval is the interval of the gratuitous ARP refresh while leader (after the
 	// burst at takeover). Default: 5s.
 	// +optional

@@ -33,6 +33,11 @@ func (in *AgentConfig) DeepCopyInto(out *AgentConfig) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.VIPLifetime != nil {
+		in, out := &in.VIPLifetime, &out.VIPLifetime
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.ARPInterval != nil {
 		in, out := &in.ARPInterval, &out.ARPInterval
 		*out = new(v1.Duration)

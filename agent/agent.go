@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/agent/health"
+	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
+)
+
+// Run runs the agent until ctx is done. It returns once the VIP is off this node and the
+// Lease is released (if this node held it).
+func Run(ctx context.Context, log logr.Logger, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	address := netip.MustParseAddr(cfg.VIP) // validated above
+	iface := cfg.Interface
+	if iface == "" {
+		detected, err := vip.DetectInterface(address)
+		if err != nil {
+			return err
+		}
+		iface = detected
+	}
+	log = log.WithValues("node", cfg.NodeName, "vip", cfg.VIP, "interface", iface)
+
+	restConfig, err := restConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	leases, err := election.NewLeaseClient(restConfig, cfg.LeaseNamespace)
+	if err != nil {
+		return err
+	}
+	httpClient, err := rest.HTTPClientFor(restConfig)
+	if err != nil {
+		return fmt.Errorf("building the health-check client: %w", err)
+	}
+	addr, err := vip.New(iface, address, cfg.VIPLifetime)
+	if err != nil {
+		return err
+	}
+	announcer, err := arp.New(iface, address)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = announcer.Close() }()
+
+	clk := clock.RealClock{}
+	registry := prometheus.NewRegistry()
+	m := newMetrics(registry, clk)
+	k := newKeeper(keeperOptions{
+		Address: addr, Announcer: announcer, Clock: clk, Log: log, Metrics: m,
+		Lifetime: cfg.VIPLifetime, ARPInterval: cfg.ARPInterval,
+	})
+	// Whatever happens, the VIP does not outlive the agent.
+	defer k.drop("the agent exits")
+
+	var elector *election.Elector
+	monitor, err := health.New(health.Config{
+		Client: httpClient, URL: readyzURL(restConfig.Host),
+		Period: cfg.HealthPeriod, Timeout: cfg.HealthTimeout, FailureThreshold: cfg.HealthFailureThreshold,
+		Clock: clk, Log: log,
+		Observe: func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
+		OnChange: func(healthy bool, reason string) {
+			log.Info("Health changed", "healthy", healthy, "reason", reason)
+			if healthy {
+				m.apiserverHealthy.Set(1)
+			} else {
+				m.apiserverHealthy.Set(0)
+			}
+			elector.Poke()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	elector, err = election.New(election.Config{
+		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Eligible: monitor.Healthy, Clock: clk, Log: log,
+		Callbacks: election.Callbacks{
+			OnLeading:        k.Leading,
+			OnStoppedLeading: k.Following,
+			OnNewLeader: func(holder string) {
+				log.V(1).Info("Lease holder changed", "holder", holder)
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := removeStaleVIP(ctx, log, leases, cfg, addr); err != nil {
+		return err
+	}
+
+	server := &http.Server{Addr: cfg.MetricsAddress, Handler: serveMux(registry, monitor.Healthy), ReadHeaderTimeout: 5 * time.Second}
+	listener, err := net.Listen("tcp", cfg.MetricsAddress)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.MetricsAddress, err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	linkDone := make(chan struct{})
+	defer close(linkDone)
+	if err := addr.WatchLink(linkDone, monitor.SetLink); err != nil {
+		return err
+	}
+	if up, err := addr.LinkUp(); err == nil {
+		monitor.SetLink(up)
+	}
+
+	var wg sync.WaitGroup
+	var electionErr error
+	wg.Go(func() {
+		if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "Metrics server failed")
+		}
+	})
+	wg.Go(func() { monitor.Run(runCtx) })
+	wg.Go(func() { k.Run(runCtx) })
+	wg.Go(func() {
+		electionErr = elector.Run(runCtx)
+		stop()
+	})
+	log.Info("Agent started", "leaseDuration", cfg.LeaseDuration, "renewDeadline", cfg.RenewDeadline,
+		"retryPeriod", cfg.RetryPeriod, "vipLifetime", cfg.VIPLifetime)
+
+	<-runCtx.Done()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_ = server.Shutdown(shutdownCtx)
+	wg.Wait()
+	log.Info("Agent stopped")
+	if electionErr != nil && !errors.Is(electionErr, context.Canceled) {
+		return electionErr
+	}
+	return nil
+}
+
+// removeStaleVIP removes a VIP left behind by an earlier run, unless this node holds the
+// Lease (then the election renews it and the keeper refreshes the address).
+func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseClient, cfg Config, addr *vip.Address) error {
+	present, err := addr.Present()
+	if err != nil || !present {
+		return err
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, cfg.RenewDeadline)
+	defer cancel()
+	if lease, err := leases.Get(reqCtx, cfg.LeaseName, metav1.GetOptions{}); err == nil &&
+		lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == cfg.NodeName {
+		log.Info("Keeping the VIP found at start: this node holds the Lease")
+		return nil
+	}
+	if _, err := addr.Remove(); err != nil {
+		return err
+	}
+	log.Info("Removed a stale VIP found at start")
+	return nil
+}
+
+// restConfigFor returns the client configuration for the local kube-apiserver: the
+// kubeconfig if one is given, else the service-account token and CA against
+// APIServerURL with the configured TLS server name, so that nothing depends on
+// kube-proxy, a Service ClusterIP or the VIP.
+func restConfigFor(cfg Config) (*rest.Config, error) {
+	if cfg.Kubeconfig != "" {
+		rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+		rc.UserAgent = "kube-vip-agent"
+		return rc, nil
+	}
+	return &rest.Config{
+		Host:            cfg.APIServerURL,
+		BearerTokenFile: cfg.TokenFile,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile, ServerName: cfg.APIServerServerName},
+		UserAgent:       "kube-vip-agent",
+	}, nil
+}
+
+func readyzURL(host string) string {
+	for len(host) > 0 && host[len(host)-1] == '/' {
+		host = host[:len(host)-1]
+	}
+	return host + "/readyz"
+}
+
+func serveMux(registry *prometheus.Registry, healthy func() bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy() {
+			http.Error(w, "the local kube-apiserver is not ready or the interface is down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}

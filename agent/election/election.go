@@ -1,0 +1,517 @@
+// Package election elects one leader among the agents through a coordination.k8s.io Lease.
+//
+// It follows client-go's leader election model (a Lease, the node name as identity,
+// optimistic concurrency on the resourceVersion, release on cancel) but differs where a
+// virtual IP needs it:
+//
+//   - Followers watch the Lease instead of polling it. A released Lease is taken over the
+//     moment the release is seen, and the steady state costs one request per retry period
+//     (the leader's renewal) for the whole group.
+//   - Timings are sub-second. A follower takes over once it has not seen the record change
+//     for LeaseDuration, measured on its own monotonic clock from the moment it saw the
+//     change, so clock skew between nodes does not matter.
+//   - The leader learns, with every renewal, until when it may act as leader: the start of
+//     its last successful renewal plus RenewDeadline. Because a renewal is seen by a
+//     follower only after it started, and RenewDeadline < LeaseDuration, no follower can
+//     take over before that instant.
+//
+// Leadership changes are reported through Callbacks, synchronously, in the election's own
+// goroutine: OnStoppedLeading returns before the Lease is released, so whatever the leader
+// holds is gone before another node can take over.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/clock"
+)
+
+// Config configures an Elector.
+type Config struct {
+	// Leases is the client for the Lease's namespace.
+	Leases LeaseClient
+	// Name is the name of the Lease.
+	Name string
+	// Identity is this candidate's identity, the node name.
+	Identity string
+	// LeaseDuration is how long a follower waits after the last change of the Lease it saw
+	// before it takes over.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long after the start of its last successful renewal the leader
+	// stays leader. It must be shorter than LeaseDuration.
+	RenewDeadline time.Duration
+	// RetryPeriod is the interval between the leader's renewals.
+	RetryPeriod time.Duration
+	// Eligible reports whether this candidate may lead now (for example, whether its local
+	// kube-apiserver is healthy). Nil means always.
+	Eligible func() bool
+	// Callbacks receive the leadership changes.
+	Callbacks Callbacks
+	// Clock is the clock; nil means the real one.
+	Clock clock.Clock
+	// Log receives one line per transition.
+	Log logr.Logger
+}
+
+// Callbacks receive leadership changes. They run in the election's goroutine and must
+// return quickly.
+type Callbacks struct {
+	// OnLeading is called after every successful acquisition or renewal with the instant
+	// until which this candidate is leader unless renewed again. newTerm is true on the
+	// acquisition that starts a term.
+	OnLeading func(validUntil time.Time, newTerm bool)
+	// OnStoppedLeading is called when a term ends, before the Lease is released.
+	OnStoppedLeading func(reason string)
+	// OnNewLeader is called when the holder seen in the Lease changes ("" when released).
+	OnNewLeader func(identity string)
+}
+
+// Validate checks the timings and the required fields.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Leases == nil {
+		errs = append(errs, errors.New("a Lease client is required"))
+	}
+	if c.Name == "" || c.Identity == "" {
+		errs = append(errs, errors.New("the Lease name and the identity are required"))
+	}
+	if c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline {
+		errs = append(errs, fmt.Errorf("need 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)",
+			c.RetryPeriod, c.RenewDeadline, c.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+// Elector runs the election for one candidate.
+type Elector struct {
+	cfg   Config
+	clock clock.Clock
+	log   logr.Logger
+
+	// Owned by the Run goroutine.
+	observed     *coordinationv1.Lease
+	observedAt   time.Time
+	leading      bool
+	renewStarted time.Time // start of the last successful acquisition or renewal
+	lastHolder   string
+
+	poke chan struct{}
+}
+
+// New returns an Elector for the configuration.
+func New(cfg Config) (*Elector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Eligible == nil {
+		cfg.Eligible = func() bool { return true }
+	}
+	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1)}, nil
+}
+
+// Poke asks the election to re-evaluate at once, for example after the eligibility
+// changed. It never blocks.
+func (e *Elector) Poke() {
+	select {
+	case e.poke <- struct{}{}:
+	default:
+	}
+}
+
+// releaseTimeout bounds the release of the Lease on the way out.
+const releaseTimeout = 400 * time.Millisecond
+
+// Run takes part in the election until ctx is done. On the way out a leader ends its term
+// (OnStoppedLeading) and then releases the Lease, so that a follower takes over at once.
+func (e *Elector) Run(ctx context.Context) error {
+	events := make(chan *coordinationv1.Lease, 16)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+
+	if err := e.sync(ctx); err != nil {
+		return err
+	}
+	go e.watch(watchCtx, e.observed.ResourceVersion, events)
+
+	timer := e.clock.NewTimer(0)
+	defer timer.Stop()
+	for {
+		e.step(ctx)
+		wait := e.nextWakeup()
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(wait)
+
+		select {
+		case <-ctx.Done():
+			e.shutdown()
+			return nil
+		case lease := <-events:
+			e.observe(lease)
+		case <-e.poke:
+		case <-timer.C():
+		}
+	}
+}
+
+// sync reads the Lease, creating it when it does not exist yet.
+func (e *Elector) sync(ctx context.Context) error {
+	for {
+		lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+		if err == nil {
+			e.observe(lease)
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			e.log.Error(err, "Reading the Lease failed, retrying")
+		} else if lease, err = e.create(ctx); err == nil {
+			e.observe(lease)
+			return nil
+		} else if !apierrors.IsAlreadyExists(err) {
+			e.log.Error(err, "Creating the Lease failed, retrying")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.clock.After(e.cfg.RetryPeriod):
+		}
+	}
+}
+
+// create creates an unheld Lease; candidates compete for it through updates.
+func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name},
+		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: e.leaseSeconds()},
+	}
+	return e.cfg.Leases.Create(ctx, lease, metav1.CreateOptions{})
+}
+
+// watch feeds every version of the Lease into events until ctx is done. The
+// RetryWatcher re-establishes the watch from the last resourceVersion; when that version
+// is too old, the Lease is read again and the watch starts over.
+func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan<- *coordinationv1.Lease) {
+	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
+	lw := &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = selector
+			return e.cfg.Leases.Watch(ctx, options)
+		},
+	}
+	for ctx.Err() == nil {
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, lw)
+		if err != nil {
+			e.log.Error(err, "Watching the Lease failed")
+			return
+		}
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				if lease, ok := ev.Object.(*coordinationv1.Lease); ok {
+					resourceVersion = lease.ResourceVersion
+					select {
+					case events <- lease:
+					case <-ctx.Done():
+					}
+				}
+			case watch.Deleted:
+				// An empty Lease without a resourceVersion tells the loop to recreate it.
+				select {
+				case events <- &coordinationv1.Lease{}:
+				case <-ctx.Done():
+				}
+			case watch.Error:
+				e.log.V(1).Info("Lease watch ended", "status", apierrors.FromObject(ev.Object).Error())
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return
+		}
+		// The watch gave up (typically: resourceVersion too old). Start from a fresh read.
+		for ctx.Err() == nil {
+			lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+			if err == nil {
+				resourceVersion = lease.ResourceVersion
+				select {
+				case events <- lease:
+				case <-ctx.Done():
+				}
+				break
+			}
+			if apierrors.IsNotFound(err) {
+				select {
+				case events <- &coordinationv1.Lease{}:
+				case <-ctx.Done():
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-e.clock.After(e.cfg.RetryPeriod):
+			}
+		}
+	}
+}
+
+// observe records a version of the Lease. Versions older than the one already seen (a
+// watch event that trails our own update) are ignored.
+func (e *Elector) observe(lease *coordinationv1.Lease) {
+	if lease.ResourceVersion == "" { // deleted
+		e.observed, e.observedAt = nil, e.clock.Now()
+		e.noteHolder("")
+		return
+	}
+	if e.observed != nil && olderThan(lease.ResourceVersion, e.observed.ResourceVersion) {
+		return
+	}
+	if e.observed == nil || !sameRecord(&e.observed.Spec, &lease.Spec) {
+		e.observedAt = e.clock.Now()
+	}
+	e.observed = lease
+	e.noteHolder(holderOf(lease))
+}
+
+func (e *Elector) noteHolder(holder string) {
+	if holder == e.lastHolder {
+		return
+	}
+	e.lastHolder = holder
+	if e.cfg.Callbacks.OnNewLeader != nil {
+		e.cfg.Callbacks.OnNewLeader(holder)
+	}
+}
+
+// step acts on the current state: renew, give up, or try to acquire.
+func (e *Elector) step(ctx context.Context) {
+	now := e.clock.Now()
+	if e.leading {
+		switch holder := holderOf(e.observed); {
+		case e.observed != nil && holder != e.cfg.Identity:
+			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
+		case !e.cfg.Eligible():
+			e.stopLeading("not eligible any more", true)
+		case !now.Before(e.renewStarted.Add(e.cfg.RenewDeadline)):
+			e.stopLeading("renewal deadline passed", true)
+		case !now.Before(e.renewStarted.Add(e.cfg.RetryPeriod)):
+			e.tryAcquireOrRenew(ctx)
+		}
+		return
+	}
+	if e.cfg.Eligible() && e.canAcquire(now) {
+		e.tryAcquireOrRenew(ctx)
+	}
+}
+
+// canAcquire says whether a follower may try to take the Lease now.
+func (e *Elector) canAcquire(now time.Time) bool {
+	holder := holderOf(e.observed)
+	return e.observed == nil || holder == "" || holder == e.cfg.Identity ||
+		!now.Before(e.observedAt.Add(e.cfg.LeaseDuration))
+}
+
+// nextWakeup is how long the loop may sleep before step has something to do.
+func (e *Elector) nextWakeup() time.Duration {
+	now := e.clock.Now()
+	var at time.Time
+	switch {
+	case e.leading:
+		at = e.renewStarted.Add(e.cfg.RetryPeriod)
+		if deadline := e.renewStarted.Add(e.cfg.RenewDeadline); now.After(at) {
+			// A renewal failed; retry soon, but wake up at the deadline at the latest.
+			at = minTime(now.Add(e.cfg.RetryPeriod/4), deadline)
+		}
+	case !e.cfg.Eligible():
+		return e.cfg.RetryPeriod // re-check eligibility; Poke wakes us earlier
+	case e.canAcquire(now):
+		at = now.Add(e.cfg.RetryPeriod / 4) // the last attempt failed
+	default:
+		at = e.observedAt.Add(e.cfg.LeaseDuration)
+	}
+	if d := at.Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
+func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
+	start := e.clock.Now()
+	if e.observed == nil {
+		lease, err := e.create(ctx)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			e.log.Error(err, "Creating the Lease failed")
+			return
+		}
+		if err != nil {
+			if lease, err = e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); err != nil {
+				e.log.Error(err, "Reading the Lease failed")
+				return
+			}
+		}
+		e.observe(lease)
+	}
+
+	deadline := start.Add(e.cfg.RetryPeriod)
+	if e.leading {
+		deadline = e.renewStarted.Add(e.cfg.RenewDeadline)
+	}
+	reqCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	lease := e.observed.DeepCopy()
+	renewing := holderOf(lease) == e.cfg.Identity
+	now := metav1.NewMicroTime(start)
+	lease.Spec.HolderIdentity = &e.cfg.Identity
+	lease.Spec.LeaseDurationSeconds = e.leaseSeconds()
+	lease.Spec.RenewTime = &now
+	if !renewing || lease.Spec.AcquireTime == nil {
+		lease.Spec.AcquireTime = &now
+		transitions := int32(0)
+		if lease.Spec.LeaseTransitions != nil {
+			transitions = *lease.Spec.LeaseTransitions
+		}
+		if holderOf(e.observed) != "" || transitions > 0 {
+			transitions++
+		}
+		lease.Spec.LeaseTransitions = &transitions
+	}
+
+	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			// Somebody else wrote first; read what they wrote.
+			if fresh, gerr := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); gerr == nil {
+				e.observe(fresh)
+			}
+		}
+		if e.leading {
+			e.log.V(1).Info("Renewing the Lease failed", "error", err.Error())
+		} else {
+			e.log.V(1).Info("Acquiring the Lease failed", "error", err.Error())
+		}
+		return
+	}
+	e.observe(updated)
+	e.renewStarted = start
+	newTerm := !e.leading
+	if newTerm {
+		e.leading = true
+		e.log.Info("Became leader", "reason", acquireReason(renewing))
+	}
+	if e.cfg.Callbacks.OnLeading != nil {
+		e.cfg.Callbacks.OnLeading(start.Add(e.cfg.RenewDeadline), newTerm)
+	}
+}
+
+func acquireReason(renewing bool) string {
+	if renewing {
+		return "the Lease already named this node"
+	}
+	return "the Lease was free or expired"
+}
+
+// stopLeading ends the term; with release, the Lease is handed back so that a follower
+// takes over without waiting for it to expire.
+func (e *Elector) stopLeading(reason string, release bool) {
+	e.leading = false
+	e.log.Info("Stopped leading", "reason", reason)
+	if e.cfg.Callbacks.OnStoppedLeading != nil {
+		e.cfg.Callbacks.OnStoppedLeading(reason)
+	}
+	if release {
+		e.release()
+	}
+}
+
+// release hands the Lease back, bounded in time: an unreachable API server must not hold
+// up a shutdown, and the Lease then simply expires.
+func (e *Elector) release() {
+	if e.observed == nil || holderOf(e.observed) != e.cfg.Identity {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	lease := e.observed.DeepCopy()
+	now := metav1.NewMicroTime(e.clock.Now())
+	empty := ""
+	one := int32(1)
+	lease.Spec.HolderIdentity = &empty
+	lease.Spec.LeaseDurationSeconds = &one
+	lease.Spec.RenewTime = &now
+	lease.Spec.AcquireTime = &now
+	updated, err := e.cfg.Leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		e.log.Info("Releasing the Lease failed; it will expire", "error", err.Error())
+		return
+	}
+	e.observe(updated)
+	e.log.Info("Released the Lease")
+}
+
+func (e *Elector) shutdown() {
+	if e.leading {
+		e.stopLeading("shutting down", true)
+	}
+}
+
+// leaseSeconds is LeaseDuration rounded up to whole seconds, as the Lease stores it.
+func (e *Elector) leaseSeconds() *int32 {
+	s := int32(math.Ceil(e.cfg.LeaseDuration.Seconds()))
+	return &s
+}
+
+func holderOf(lease *coordinationv1.Lease) string {
+	if lease == nil || lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+// sameRecord reports whether two versions of the Lease carry the same election record.
+func sameRecord(a, b *coordinationv1.LeaseSpec) bool {
+	return ptrEq(a.HolderIdentity, b.HolderIdentity) && microEq(a.RenewTime, b.RenewTime) &&
+		microEq(a.AcquireTime, b.AcquireTime) && ptrEq(a.LeaseTransitions, b.LeaseTransitions)
+}
+
+func ptrEq[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+func microEq(a, b *metav1.MicroTime) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(b))
+}
+
+// olderThan compares resourceVersions. They are opaque to clients in general, but the
+// kube-apiserver serves etcd revisions; anything that is not a number is never "older".
+func olderThan(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

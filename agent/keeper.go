@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+)
+
+// address is the VIP on the node's NIC.
+type address interface {
+	// Ensure adds the address, or refreshes its kernel lifetime, and reports whether it
+	// was missing before.
+	Ensure() (added bool, err error)
+	// Remove removes the address and reports whether it was there.
+	Remove() (removed bool, err error)
+}
+
+// announcer tells the LAN where the VIP lives now.
+type announcer interface {
+	// Announce sends one round of announcements and reports how many packets went out.
+	Announce(ctx context.Context) (sent int, err error)
+}
+
+// lifetimeSlack covers the kernel's rounding of address lifetimes: an IPv4 address with
+// valid_lft N is removed about N seconds after it was last set; the check runs from a
+// kernel work queue, which may run it a little late.
+const lifetimeSlack = 50 * time.Millisecond
+
+// keeper holds the VIP on the NIC while, and only while, the election says this node
+// leads. Every refresh gives the address a kernel lifetime that ends before the leader's
+// term can have ended, so if this process dies or freezes, the kernel removes the VIP
+// before any other node can have taken the Lease.
+type keeper struct {
+	addr      address
+	announcer announcer
+	clock     clock.WithTicker
+	log       logr.Logger
+	metrics   *metrics
+
+	lifetime     time.Duration // kernel valid_lft of the address
+	tick         time.Duration // refresh and presence-check interval
+	arpInterval  time.Duration // gratuitous ARP refresh after the burst
+	burstOffsets []time.Duration
+
+	mu         sync.Mutex
+	leading    bool      // the election's view
+	validUntil time.Time // end of the current term unless renewed; zero when following
+	burstFrom  time.Time // start of the current announcement burst
+	nextBurst  int       // index into burstOffsets of the next burst packet
+	nextARP    time.Time // next periodic announcement
+	wake       chan struct{}
+}
+
+type keeperOptions struct {
+	Address     address
+	Announcer   announcer
+	Clock       clock.WithTicker
+	Log         logr.Logger
+	Metrics     *metrics
+	Lifetime    time.Duration
+	Tick        time.Duration
+	ARPInterval time.Duration
+}
+
+func newKeeper(o keeperOptions) *keeper {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Tick == 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	return &keeper{
+		addr: o.Address, announcer: o.Announcer, clock: o.Clock, log: o.Log, metrics: o.Metrics,
+		lifetime: o.Lifetime, tick: o.Tick, arpInterval: o.ARPInterval,
+		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
+		// switch was still learning.
+		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
+		wake:         make(chan struct{}, 1),
+	}
+}
+
+// Leading is the election's OnLeading callback: the term now lasts until validUntil.
+func (k *keeper) Leading(validUntil time.Time, newTerm bool) {
+	k.mu.Lock()
+	k.validUntil = validUntil
+	if newTerm {
+		k.leading = true
+		k.burstFrom, k.nextBurst = k.clock.Now(), 0
+		k.metrics.transition(true)
+	}
+	k.mu.Unlock()
+	// Put the VIP on at once rather than on the next tick: this is the takeover.
+	k.reconcile(context.Background())
+}
+
+// Following is the election's OnStoppedLeading callback: the VIP goes before it returns,
+// that is before the Lease is released.
+func (k *keeper) Following(reason string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dropLocked(reason)
+	if k.leading {
+		k.leading = false
+		k.metrics.transition(false)
+	}
+}
+
+// Run refreshes the VIP and announces it while leading, until ctx is done; then it
+// removes the VIP.
+func (k *keeper) Run(ctx context.Context) {
+	t := k.clock.NewTicker(k.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			k.drop("shutting down")
+			return
+		case <-t.C():
+		case <-k.wake:
+		}
+		k.reconcile(ctx)
+	}
+}
+
+// reconcile brings the NIC in line with the term: refresh or re-add the VIP while the
+// refreshed lifetime still ends inside the term, remove it once the term is over.
+func (k *keeper) reconcile(ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	if k.validUntil.IsZero() {
+		return
+	}
+	if !now.Before(k.validUntil) {
+		k.dropLocked("the term ended without a renewal")
+		return
+	}
+	if now.Add(k.lifetime + lifetimeSlack).After(k.validUntil) {
+		// A refresh now would outlive the term; let the last refresh run out instead.
+		return
+	}
+	added, err := k.addr.Ensure()
+	if err != nil {
+		k.log.Error(err, "Adding the VIP failed")
+		return
+	}
+	// Re-check after the write: if this process was stopped between the check and the
+	// write, the address must not outlive the term.
+	if k.clock.Now().Add(k.lifetime + lifetimeSlack).After(k.validUntil) {
+		k.dropLocked("the term ended while the VIP was being added")
+		return
+	}
+	k.metrics.vipPresent.Set(1)
+	if added {
+		k.log.Info("VIP added", "validUntil", k.validUntil.Format(time.RFC3339Nano))
+		k.burstFrom, k.nextBurst = now, 0
+	}
+	k.announceLocked(ctx, now)
+}
+
+// announceLocked sends the takeover burst and then the periodic refresh.
+func (k *keeper) announceLocked(ctx context.Context, now time.Time) {
+	due := false
+	for k.nextBurst < len(k.burstOffsets) && !now.Before(k.burstFrom.Add(k.burstOffsets[k.nextBurst])) {
+		k.nextBurst++
+		due = true
+	}
+	if k.nextBurst >= len(k.burstOffsets) && !now.Before(k.nextARP) && !k.nextARP.IsZero() {
+		due = true
+	}
+	if !due {
+		return
+	}
+	if k.nextBurst >= len(k.burstOffsets) {
+		k.nextARP = now.Add(k.arpInterval)
+	} else {
+		k.nextARP = k.burstFrom.Add(k.burstOffsets[len(k.burstOffsets)-1] + k.arpInterval)
+	}
+	sent, err := k.announcer.Announce(ctx)
+	k.metrics.garpSent.Add(float64(sent))
+	if err != nil {
+		k.log.Error(err, "Announcing the VIP failed")
+	}
+}
+
+func (k *keeper) drop(reason string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dropLocked(reason)
+}
+
+func (k *keeper) dropLocked(reason string) {
+	k.validUntil = time.Time{}
+	removed, err := k.addr.Remove()
+	if err != nil {
+		k.log.Error(err, "Removing the VIP failed", "reason", reason)
+		return
+	}
+	k.metrics.vipPresent.Set(0)
+	if removed {
+		k.log.Info("VIP removed", "reason", reason)
+	}
+}
+
+// poke makes Run reconcile at once.
+func (k *keeper) poke() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}

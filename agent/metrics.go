@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+)
+
+// metrics are the agent's Prometheus metrics. They live in a registry of the agent's own,
+// not in a global one.
+type metrics struct {
+	isLeader         prometheus.Gauge
+	transitions      prometheus.Counter
+	garpSent         prometheus.Counter
+	vipPresent       prometheus.Gauge
+	apiserverHealthy prometheus.Gauge
+	probeDuration    prometheus.Histogram
+	clock            clock.PassiveClock
+	mu               sync.Mutex
+	lastTransitionAt time.Time
+}
+
+func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
+	const ns = "kube_vip_agent"
+	m := &metrics{
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "is_leader",
+			Help: "1 while this node holds the Lease and with it the VIP, else 0."}),
+		transitions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "leader_transitions_total",
+			Help: "Number of times this node became or stopped being the leader."}),
+		garpSent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "gratuitous_arps_sent_total",
+			Help: "Gratuitous ARP (or unsolicited neighbour advertisement) packets sent for the VIP."}),
+		vipPresent: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "vip_present",
+			Help: "1 while the VIP is configured on this node's interface, else 0."}),
+		apiserverHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "apiserver_healthy",
+			Help: "1 while the local kube-apiserver answers /readyz (and the interface is up), else 0."}),
+		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "apiserver_probe_duration_seconds",
+			Help:    "Latency of the /readyz probes of the local kube-apiserver.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}),
+		clock:            clk,
+		lastTransitionAt: clk.Now(),
+	}
+	since := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "seconds_since_last_transition",
+		Help: "Seconds since this node last became or stopped being the leader (since start if never)."},
+		func() float64 {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.clock.Since(m.lastTransitionAt).Seconds()
+		})
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, since)
+	return m
+}
+
+func (m *metrics) transition(leading bool) {
+	m.mu.Lock()
+	m.lastTransitionAt = m.clock.Now()
+	m.mu.Unlock()
+	m.transitions.Inc()
+	if leading {
+		m.isLeader.Set(1)
+	} else {
+		m.isLeader.Set(0)
+	}
+}

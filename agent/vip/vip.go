@@ -1,0 +1,202 @@
+// Package vip puts the virtual IP on a network interface and takes it off again, through
+// netlink.
+//
+// The address is a host address (/32 or /128) that is never used as a source address
+// (preferred lifetime 0) and that carries a short kernel lifetime (valid_lft): unless the
+// holder refreshes it, the kernel removes it by itself. IPv6 addresses skip duplicate
+// address detection, so that they are usable at once.
+package vip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Address is the VIP on one interface.
+type Address struct {
+	link     netlink.Link
+	vip      netip.Addr
+	lifetime int // seconds
+}
+
+// New returns the VIP on the named interface. lifetime is the kernel valid_lft and must be
+// a whole number of seconds, at least one.
+func New(iface string, vip netip.Addr, lifetime time.Duration) (*Address, error) {
+	if !vip.IsValid() {
+		return nil, errors.New("the VIP is not a valid IP address")
+	}
+	if lifetime < time.Second || lifetime%time.Second != 0 {
+		return nil, fmt.Errorf("the VIP lifetime must be a whole number of seconds, at least 1s, got %s", lifetime)
+	}
+	link, err := netlink.LinkByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w", iface, err)
+	}
+	return &Address{link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second)}, nil
+}
+
+// Interface is the name of the interface.
+func (a *Address) Interface() string { return a.link.Attrs().Name }
+
+func (a *Address) netlinkAddr() *netlink.Addr {
+	bits := 32
+	if a.vip.Is6() {
+		bits = 128
+	}
+	addr := &netlink.Addr{
+		IPNet:       &net.IPNet{IP: a.vip.AsSlice(), Mask: net.CIDRMask(bits, bits)},
+		ValidLft:    a.lifetime,
+		PreferedLft: 0,
+	}
+	if a.vip.Is6() {
+		addr.Flags = unix.IFA_F_NODAD
+	}
+	return addr
+}
+
+// Present reports whether the VIP is on the interface.
+func (a *Address) Present() (bool, error) {
+	family := netlink.FAMILY_V4
+	if a.vip.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := netlink.AddrList(a.link, family)
+	if err != nil {
+		return false, fmt.Errorf("listing the addresses of %s: %w", a.Interface(), err)
+	}
+	for _, addr := range addrs {
+		if ip, ok := netip.AddrFromSlice(addr.IP); ok && ip.Unmap() == a.vip {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Ensure adds the VIP, or resets its lifetime if it is there, and reports whether it was
+// missing.
+func (a *Address) Ensure() (bool, error) {
+	present, err := a.Present()
+	if err != nil {
+		return false, err
+	}
+	if err := netlink.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+		return false, fmt.Errorf("adding %s to %s: %w", a.vip, a.Interface(), err)
+	}
+	return !present, nil
+}
+
+// Remove removes the VIP and reports whether it was there.
+func (a *Address) Remove() (bool, error) {
+	err := netlink.AddrDel(a.link, a.netlinkAddr())
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
+		return false, nil
+	default:
+		return false, fmt.Errorf("removing %s from %s: %w", a.vip, a.Interface(), err)
+	}
+}
+
+// LinkUp reports whether the interface is up with a carrier.
+func (a *Address) LinkUp() (bool, error) {
+	link, err := netlink.LinkByIndex(a.link.Attrs().Index)
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", a.Interface(), err)
+	}
+	return linkUsable(link.Attrs()), nil
+}
+
+func linkUsable(attrs *netlink.LinkAttrs) bool {
+	return attrs.Flags&net.FlagUp != 0 &&
+		(attrs.OperState == netlink.OperUp || attrs.OperState == netlink.OperUnknown)
+}
+
+// WatchLink calls onChange with the interface's usability whenever the kernel reports a
+// change of it, until done is closed.
+func (a *Address) WatchLink(done <-chan struct{}, onChange func(up bool)) error {
+	updates := make(chan netlink.LinkUpdate, 16)
+	if err := netlink.LinkSubscribe(updates, done); err != nil {
+		return fmt.Errorf("subscribing to link updates: %w", err)
+	}
+	index := a.link.Attrs().Index
+	go func() {
+		last := -1
+		for u := range updates {
+			if u.Attrs().Index != index {
+				continue
+			}
+			up := 0
+			if linkUsable(u.Attrs()) {
+				up = 1
+			}
+			if up != last {
+				last = up
+				onChange(up == 1)
+			}
+		}
+	}()
+	return nil
+}
+
+// DetectInterface picks the interface for the VIP: the one with an address whose subnet
+// contains the VIP, else the one that carries the default route of the VIP's family.
+func DetectInterface(vip netip.Addr) (string, error) {
+	vip = vip.Unmap()
+	links, err := netlink.LinkList()
+	if err != nil {
+		return "", fmt.Errorf("listing interfaces: %w", err)
+	}
+	family := netlink.FAMILY_V4
+	if vip.Is6() {
+		family = netlink.FAMILY_V6
+	}
+	for _, link := range links {
+		addrs, err := netlink.AddrList(link, family)
+		if err != nil {
+			continue
+		}
+		for _, addr := range addrs {
+			if addr.IPNet == nil {
+				continue
+			}
+			prefix, ok := netipPrefix(addr.IPNet)
+			if ok && prefix.Bits() < prefix.Addr().BitLen() && prefix.Contains(vip) {
+				return link.Attrs().Name, nil
+			}
+		}
+	}
+	routes, err := netlink.RouteList(nil, family)
+	if err != nil {
+		return "", fmt.Errorf("listing routes: %w", err)
+	}
+	for _, r := range routes {
+		if (r.Dst == nil || isDefault(r.Dst)) && r.LinkIndex > 0 {
+			link, err := netlink.LinkByIndex(r.LinkIndex)
+			if err == nil {
+				return link.Attrs().Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface has a subnet containing %s and there is no default route; set the interface explicitly", vip)
+}
+
+func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {
+	ip, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(ip.Unmap(), ones), true
+}
+
+func isDefault(n *net.IPNet) bool {
+	ones, _ := n.Mask.Size()
+	return ones == 0
+}

@@ -1,0 +1,38 @@
+{{- define "name" -}}
+gardener-extension-kube-vip
+{{- end -}}
+
+{{- define "labels" -}}
+app.kubernetes.io/name: {{ include "name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}
+
+{{- define "agentImage" -}}
+{{ .Values.agentImage.repository }}:{{ .Values.agentImage.tag }}
+{{- end -}}
+
+{{- define "priorityClassName" -}}
+{{- if .Values.gardener.runtimeCluster -}}
+{{- if .Values.gardener.runtimeCluster.enabled -}}
+{{ .Values.gardener.runtimeCluster.priorityClassName }}
+{{- else -}}
+{{ .Values.priorityClass.name }}
+{{- end -}}
+{{- else -}}
+{{ .Values.priorityClass.name }}
+{{- end -}}
+{{- end -}}
+
+{{/* The namespace whose SelfHostedShootExposures the controller serves (GEP-28: always kube-system). */}}
+{{- define "servedNamespace" -}}
+kube-system
+{{- end -}}
+
+{{/* Name of the agent's DaemonSet, ServiceAccount, Role, RoleBinding and Lease (controller/agentrollout.Name). */}}
+{{- define "agentName" -}}
+kube-vip-agent
+{{- end -}}

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+const (
+	// ExtensionName is the name of the extension (Extension / ControllerRegistration).
+	ExtensionName = "kube-vip"
+	// DefaultExtensionType is the SelfHostedShootExposure type served by default.
+	DefaultExtensionType = "kube-vip"
+	// DefaultVerifyInterval is how often a healthy exposure's OpenStack resources are read back.
+	DefaultVerifyInterval = 5 * time.Minute
+
+	// ExtensionTypeFlag is the flag for the served extension type.
+	ExtensionTypeFlag = "extension-type"
+	// AgentImageFlag is the flag for the image of the node agent.
+	AgentImageFlag = "agent-image"
+	// VerifyIntervalFlag is the flag for the OpenStack read-back interval.
+	VerifyIntervalFlag = "verify-interval"
+)
+
+// ExtensionOptions are the command line options of this extension that gardener's
+// controllercmd does not provide.
+type ExtensionOptions struct {
+	// Type is the SelfHostedShootExposure type this controller serves.
+	Type string
+	// AgentImage is the image of the kube-vip-agent DaemonSet.
+	AgentImage string
+	// VerifyInterval is how often the OpenStack resources of a healthy exposure are read back.
+	VerifyInterval time.Duration
+
+	config *ExtensionConfig
+}
+
+// ExtensionConfig is the completed configuration of ExtensionOptions.
+type ExtensionConfig struct {
+	// Type is the SelfHostedShootExposure type this controller serves.
+	Type string
+	// AgentImage is the image of the kube-vip-agent DaemonSet.
+	AgentImage string
+	// VerifyInterval is how often the OpenStack resources of a healthy exposure are read back.
+	VerifyInterval time.Duration
+}
+
+// AddFlags implements controllercmd.Flagger.
+func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
+	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
+	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "How often the OpenStack resources of a healthy exposure are read back and repaired.")
+}
+
+// Complete implements controllercmd.Completer.
+func (o *ExtensionOptions) Complete() error {
+	var errs []error
+	if o.Type == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", ExtensionTypeFlag))
+	}
+	if o.AgentImage == "" {
+		errs = append(errs, fmt.Errorf("--%s must be set", AgentImageFlag))
+	}
+	if o.VerifyInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, VerifyInterval: o.VerifyInterval}
+	return nil
+}
+
+// Completed returns the completed configuration. Only call it after Complete succeeded.
+func (o *ExtensionOptions) Completed() *ExtensionConfig {
+	return o.config
+}

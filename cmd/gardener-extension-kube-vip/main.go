@@ -1,0 +1,25 @@
+// Command gardener-extension-kube-vip runs the controller of the kube-vip exposure extension:
+// it serves SelfHostedShootExposure resources of type kube-vip in a self-hosted shoot.
+package main
+
+import (
+	"os"
+
+	"github.com/gardener/gardener/cmd/utils"
+	"github.com/gardener/gardener/pkg/logger"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+
+	"github.com/gardener/gardener-extension-kube-vip/cmd/gardener-extension-kube-vip/app"
+)
+
+func main() {
+	utils.DeduplicateWarnings()
+	// Replaced by the logger of --log-level/--log-format once the flags are parsed.
+	logf.SetLogger(logger.MustNewZapLogger(logger.InfoLevel, logger.FormatJSON))
+
+	if err := app.NewControllerManagerCommand(signals.SetupSignalHandler()).Execute(); err != nil {
+		logf.Log.Error(err, "Error executing the main controller command")
+		os.Exit(1)
+	}
+}

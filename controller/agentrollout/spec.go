@@ -1,0 +1,122 @@
+// Package agentrollout deploys the kube-vip-agent onto the control-plane nodes of a
+// self-hosted shoot: its ServiceAccount, the Role and RoleBinding that allow it exactly its
+// Lease, and the DaemonSet. Objects are written with server-side apply; deletion waits until
+// no agent pod is left, so that no node still holds the virtual IP when the caller goes on
+// to release the Neutron port.
+package agentrollout
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+const (
+	// Name is the name of the ServiceAccount, Role, RoleBinding, DaemonSet and container.
+	Name = "kube-vip-agent"
+	// LeaseName is the Lease the agents elect their leader with (in the deploy namespace).
+	LeaseName = "kube-vip-agent"
+	// FieldOwner is the field manager of every server-side apply of this package.
+	FieldOwner = "gardener-extension-kube-vip"
+
+	// LabelAppName and LabelManagedBy are set on every object (and the agent pods).
+	LabelAppName   = "app.kubernetes.io/name"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "gardener-extension-kube-vip"
+
+	// MetricsPort is the port of the agent's /metrics, /healthz and /readyz on 127.0.0.1.
+	MetricsPort = 9482
+)
+
+// Spec describes the agent to deploy.
+type Spec struct {
+	// Namespace receives all objects; for a self-hosted shoot it is kube-system. The agents'
+	// Lease lives there, too.
+	Namespace string
+	// Image is the kube-vip-agent image.
+	Image string
+	// VIP is the virtual IP address.
+	VIP string
+	// Interface is the NIC for the VIP. Empty takes Agent.Interface, and when that is
+	// unset too the agent picks the NIC itself.
+	Interface string
+	// APIServerPort is the port of the kube-apiserver on each control-plane node; the agent
+	// probes https://127.0.0.1:<port>. Zero leaves the agent's default (6443).
+	APIServerPort int32
+	// Agent carries the optional timings from the provider config.
+	Agent *v1alpha1.AgentConfig
+}
+
+// Validate reports what is missing or malformed in the spec.
+func (s Spec) Validate() error {
+	var errs []error
+	if s.Namespace == "" {
+		errs = append(errs, errors.New("namespace is required"))
+	}
+	if s.Image == "" {
+		errs = append(errs, errors.New("image is required"))
+	}
+	if _, err := netip.ParseAddr(s.VIP); err != nil {
+		errs = append(errs, fmt.Errorf("vip %q is not an IP address: %w", s.VIP, err))
+	}
+	if s.APIServerPort < 0 || s.APIServerPort > 65535 {
+		errs = append(errs, fmt.Errorf("apiserver port %d is out of range", s.APIServerPort))
+	}
+	return errors.Join(errs...)
+}
+
+// interfaceName is the NIC the agent is told to use, or "" for its own choice.
+func (s Spec) interfaceName() string {
+	if s.Interface != "" {
+		return s.Interface
+	}
+	if s.Agent != nil && s.Agent.Interface != nil {
+		return *s.Agent.Interface
+	}
+	return ""
+}
+
+// args renders the agent's command line. Timings are passed only when the provider config
+// sets them: the agent owns the defaults (docs/design.md, "Agent CLI"). The node name comes
+// from the environment (KUBE_VIP_NODE_NAME, downward API).
+func (s Spec) args() []string {
+	args := []string{
+		"--vip=" + s.VIP,
+		"--lease-name=" + LeaseName,
+		"--lease-namespace=" + s.Namespace,
+		"--metrics-address=" + metricsAddress(),
+	}
+	if nic := s.interfaceName(); nic != "" {
+		args = append(args, "--interface="+nic)
+	}
+	if s.APIServerPort > 0 {
+		args = append(args, "--apiserver-url=https://127.0.0.1:"+strconv.Itoa(int(s.APIServerPort)))
+	}
+	a := s.Agent
+	if a == nil {
+		return args
+	}
+	duration := func(flag string, d *metav1.Duration) {
+		if d != nil {
+			args = append(args, "--"+flag+"="+d.Duration.String())
+		}
+	}
+	duration("lease-duration", a.LeaseDuration)
+	duration("renew-deadline", a.RenewDeadline)
+	duration("retry-period", a.RetryPeriod)
+	duration("arp-interval", a.ARPInterval)
+	if h := a.HealthCheck; h != nil {
+		duration("health-period", h.Period)
+		duration("health-timeout", h.Timeout)
+		if h.FailureThreshold != nil {
+			args = append(args, "--health-failure-threshold="+strconv.Itoa(int(*h.FailureThreshold)))
+		}
+	}
+	return args
+}

@@ -1,0 +1,89 @@
+package agentrollout
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+func TestArgsMinimal(t *testing.T) {
+	spec := Spec{Namespace: "kube-system", Image: "agent:v1", VIP: "198.18.0.50"}
+	want := []string{
+		"--vip=198.18.0.50",
+		"--lease-name=kube-vip-agent",
+		"--lease-namespace=kube-system",
+		"--metrics-address=127.0.0.1:9482",
+	}
+	if got := spec.args(); !slices.Equal(got, want) {
+		t.Fatalf("args = %q, want %q", got, want)
+	}
+}
+
+func TestArgsFull(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	spec := Spec{
+		Namespace:     "kube-system",
+		Image:         "agent:v1",
+		VIP:           "198.18.0.50",
+		APIServerPort: 443,
+		Agent: &v1alpha1.AgentConfig{
+			Interface:     ptr.To("eth1"),
+			LeaseDuration: d(3 * time.Second),
+			RenewDeadline: d(2500 * time.Millisecond),
+			RetryPeriod:   d(time.Second),
+			ARPInterval:   d(10 * time.Second),
+			HealthCheck: &v1alpha1.HealthCheck{
+				Period:           d(100 * time.Millisecond),
+				Timeout:          d(300 * time.Millisecond),
+				FailureThreshold: ptr.To[int32](3),
+			},
+		},
+	}
+	want := []string{
+		"--vip=198.18.0.50",
+		"--lease-name=kube-vip-agent",
+		"--lease-namespace=kube-system",
+		"--metrics-address=127.0.0.1:9482",
+		"--interface=eth1",
+		"--apiserver-url=https://127.0.0.1:443",
+		"--lease-duration=3s",
+		"--renew-deadline=2.5s",
+		"--retry-period=1s",
+		"--arp-interval=10s",
+		"--health-period=100ms",
+		"--health-timeout=300ms",
+		"--health-failure-threshold=3",
+	}
+	if got := spec.args(); !slices.Equal(got, want) {
+		t.Fatalf("args =\n%q\nwant\n%q", got, want)
+	}
+
+	// Spec.Interface wins over the provider config's.
+	spec.Interface = "ens3"
+	if got := spec.args(); !slices.Contains(got, "--interface=ens3") || slices.Contains(got, "--interface=eth1") {
+		t.Fatalf("Spec.Interface not preferred: %q", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Spec{Namespace: "kube-system", Image: "agent:v1", VIP: "2001:db8::5", APIServerPort: 6443}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid spec rejected: %v", err)
+	}
+	for name, spec := range map[string]Spec{
+		"no namespace": {Image: "i", VIP: "198.18.0.50"},
+		"no image":     {Namespace: "n", VIP: "198.18.0.50"},
+		"bad vip":      {Namespace: "n", Image: "i", VIP: "198.18.0.500"},
+		"no vip":       {Namespace: "n", Image: "i"},
+		"bad port":     {Namespace: "n", Image: "i", VIP: "198.18.0.50", APIServerPort: 70000},
+	} {
+		if err := spec.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,329 @@
+package exposure
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// Agent timing defaults; they mirror the agent's own flag defaults (docs/design.md).
+const (
+	defaultLeaseDuration = 1500 * time.Millisecond
+	defaultRenewDeadline = 1300 * time.Millisecond
+	defaultRetryPeriod   = 900 * time.Millisecond
+	defaultVIPLifetime   = time.Second
+)
+
+var decoder runtime.Decoder
+
+func init() {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(fmt.Sprintf("registering the provider config API: %v", err))
+	}
+	decoder = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder()
+}
+
+// ConfigSource tells where the provider config came from; it prefixes field paths.
+type ConfigSource string
+
+// Sources of the provider config.
+const (
+	SourceExposure ConfigSource = "spec.providerConfig"
+	SourceShoot    ConfigSource = "shoot.spec.provider.workers[].controlPlane.exposure.extension.providerConfig"
+	SourceNone     ConfigSource = "providerConfig"
+)
+
+// DecodeConfig decodes an ExposureConfig strictly: unknown fields and other kinds are
+// errors. A nil or empty raw gives an empty config.
+func DecodeConfig(raw *runtime.RawExtension) (*v1alpha1.ExposureConfig, error) {
+	cfg := &v1alpha1.ExposureConfig{}
+	if raw == nil || len(raw.Raw) == 0 {
+		return cfg, nil
+	}
+	obj, gvk, err := decoder.Decode(raw.Raw, nil, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the provider config: %w", err)
+	}
+	decoded, ok := obj.(*v1alpha1.ExposureConfig)
+	if !ok {
+		return nil, fmt.Errorf("the provider config has kind %s, want ExposureConfig", gvk.Kind)
+	}
+	return decoded, nil
+}
+
+// selectConfig returns the raw provider config: the exposure's own, else the one of the
+// shoot's control-plane worker pool (gardenadm does not copy it into the exposure).
+func selectConfig(exp *extensionsv1alpha1.SelfHostedShootExposure, shoot *gardencorev1beta1.Shoot) (*runtime.RawExtension, ConfigSource) {
+	if exp.Spec.ProviderConfig != nil && len(exp.Spec.ProviderConfig.Raw) > 0 {
+		return exp.Spec.ProviderConfig, SourceExposure
+	}
+	if shoot == nil {
+		return nil, SourceNone
+	}
+	pool := v1beta1helper.ControlPlaneWorkerPoolForShoot(shoot.Spec.Provider.Workers)
+	if pool == nil || pool.ControlPlane == nil || pool.ControlPlane.Exposure == nil || pool.ControlPlane.Exposure.Extension == nil {
+		return nil, SourceNone
+	}
+	if raw := pool.ControlPlane.Exposure.Extension.ProviderConfig; raw != nil && len(raw.Raw) > 0 {
+		return raw, SourceShoot
+	}
+	return nil, SourceNone
+}
+
+// InfrastructureStatus is the part of provider-openstack's InfrastructureStatus that this
+// extension reads (read as JSON, without depending on provider-openstack's module).
+type InfrastructureStatus struct {
+	Networks struct {
+		ID           string `json:"id"`
+		FloatingPool struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"floatingPool"`
+		Router struct {
+			ID string `json:"id"`
+		} `json:"router"`
+		Subnets []InfrastructureSubnet `json:"subnets"`
+	} `json:"networks"`
+	SecurityGroups []struct {
+		Purpose string `json:"purpose"`
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+	} `json:"securityGroups"`
+}
+
+// InfrastructureSubnet is a subnet of the InfrastructureStatus.
+type InfrastructureSubnet struct {
+	Purpose string `json:"purpose"`
+	ID      string `json:"id"`
+	CIDR    string `json:"cidr"`
+}
+
+// PurposeNodes is the purpose of the node subnet in the InfrastructureStatus.
+const PurposeNodes = "nodes"
+
+// DecodeInfrastructureStatus reads the InfrastructureStatus from raw JSON; nil gives an
+// empty status.
+func DecodeInfrastructureStatus(raw *runtime.RawExtension) (*InfrastructureStatus, error) {
+	status := &InfrastructureStatus{}
+	if raw == nil || len(raw.Raw) == 0 {
+		return status, nil
+	}
+	if err := json.Unmarshal(raw.Raw, status); err != nil {
+		return nil, fmt.Errorf("decoding the Infrastructure's providerStatus: %w", err)
+	}
+	return status, nil
+}
+
+func (s *InfrastructureStatus) subnet(id string) *InfrastructureSubnet {
+	for i := range s.Networks.Subnets {
+		if s.Networks.Subnets[i].ID == id {
+			return &s.Networks.Subnets[i]
+		}
+	}
+	return nil
+}
+
+func (s *InfrastructureStatus) nodeSubnet() *InfrastructureSubnet {
+	for i := range s.Networks.Subnets {
+		if s.Networks.Subnets[i].Purpose == PurposeNodes {
+			return &s.Networks.Subnets[i]
+		}
+	}
+	return nil
+}
+
+// Config is the provider config with the defaults of the InfrastructureStatus applied.
+type Config struct {
+	NetworkID string
+	SubnetID  string
+	// SubnetCIDR and SubnetNetworkID are known when the subnet is in the
+	// InfrastructureStatus; otherwise the actuator reads the subnet from Neutron.
+	SubnetCIDR      string
+	SubnetNetworkID string
+	// FloatingNetworkID is the floating pool's network; when empty and FloatingPoolName is
+	// set, the actuator looks the pool up by name.
+	FloatingNetworkID string
+	FloatingPoolName  string
+	FloatingIP        string
+	VIPAddress        string
+	InternalOnly      bool
+	Agent             *v1alpha1.AgentConfig
+}
+
+// NeedsFloatingIP tells whether the exposure has a floating IP.
+func (c *Config) NeedsFloatingIP() bool { return !c.InternalOnly }
+
+// ResolveConfig applies the defaults of the InfrastructureStatus to the provider config.
+func ResolveConfig(cfg *v1alpha1.ExposureConfig, infra *InfrastructureStatus) *Config {
+	c := &Config{
+		NetworkID:         deref(cfg.NetworkID),
+		SubnetID:          deref(cfg.SubnetID),
+		FloatingNetworkID: deref(cfg.FloatingNetworkID),
+		FloatingPoolName:  deref(cfg.FloatingPoolName),
+		FloatingIP:        deref(cfg.FloatingIP),
+		VIPAddress:        deref(cfg.VIPAddress),
+		InternalOnly:      cfg.InternalOnly != nil && *cfg.InternalOnly,
+		Agent:             cfg.Agent,
+	}
+	if c.NetworkID == "" {
+		c.NetworkID = infra.Networks.ID
+	}
+	if c.SubnetID == "" {
+		if s := infra.nodeSubnet(); s != nil {
+			c.SubnetID = s.ID
+		}
+	}
+	if s := infra.subnet(c.SubnetID); s != nil && infra.Networks.ID != "" {
+		c.SubnetCIDR, c.SubnetNetworkID = s.CIDR, infra.Networks.ID
+	}
+	if !c.InternalOnly && c.FloatingNetworkID == "" {
+		pool := infra.Networks.FloatingPool
+		switch {
+		case c.FloatingPoolName == "":
+			c.FloatingNetworkID, c.FloatingPoolName = pool.ID, pool.Name
+		case c.FloatingPoolName == pool.Name:
+			c.FloatingNetworkID = pool.ID
+		}
+	}
+	return c
+}
+
+// ValidateConfig checks the provider config as given (fldPath is its root).
+func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if cfg.FloatingPoolName != nil && cfg.FloatingNetworkID != nil {
+		errs = append(errs, field.Forbidden(fldPath.Child("floatingNetworkID"), "must not be set together with floatingPoolName"))
+	}
+	internalOnly := cfg.InternalOnly != nil && *cfg.InternalOnly
+	if internalOnly {
+		for name, v := range map[string]*string{"floatingIP": cfg.FloatingIP, "floatingPoolName": cfg.FloatingPoolName, "floatingNetworkID": cfg.FloatingNetworkID} {
+			if v != nil {
+				errs = append(errs, field.Forbidden(fldPath.Child(name), "must not be set with internalOnly"))
+			}
+		}
+	}
+	if cfg.FloatingIP != nil {
+		if _, err := netip.ParseAddr(*cfg.FloatingIP); err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("floatingIP"), *cfg.FloatingIP, "must be an IP address"))
+		}
+	}
+	if cfg.VIPAddress != nil {
+		if _, err := netip.ParseAddr(*cfg.VIPAddress); err != nil {
+			errs = append(errs, field.Invalid(fldPath.Child("vipAddress"), *cfg.VIPAddress, "must be an IP address"))
+		}
+	}
+	for name, v := range map[string]*string{"networkID": cfg.NetworkID, "subnetID": cfg.SubnetID, "floatingNetworkID": cfg.FloatingNetworkID, "floatingPoolName": cfg.FloatingPoolName} {
+		if v != nil && *v == "" {
+			errs = append(errs, field.Invalid(fldPath.Child(name), "", "must not be empty when set"))
+		}
+	}
+	errs = append(errs, validateAgent(cfg.Agent, fldPath.Child("agent"))...)
+	return errs
+}
+
+func validateAgent(agent *v1alpha1.AgentConfig, fldPath *field.Path) field.ErrorList {
+	if agent == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	positive := func(d *metav1.Duration, name string) {
+		if d != nil && d.Duration <= 0 {
+			errs = append(errs, field.Invalid(fldPath.Child(name), d.Duration.String(), "must be positive"))
+		}
+	}
+	positive(agent.LeaseDuration, "leaseDuration")
+	positive(agent.RenewDeadline, "renewDeadline")
+	positive(agent.RetryPeriod, "retryPeriod")
+	positive(agent.ARPInterval, "arpInterval")
+	positive(agent.VIPLifetime, "vipLifetime")
+
+	lease, renew, retry := durationOr(agent.LeaseDuration, defaultLeaseDuration), durationOr(agent.RenewDeadline, defaultRenewDeadline), durationOr(agent.RetryPeriod, defaultRetryPeriod)
+	if retry > 0 && renew > 0 && retry >= renew {
+		errs = append(errs, field.Invalid(fldPath.Child("retryPeriod"), retry.String(), fmt.Sprintf("must be shorter than renewDeadline (%s)", renew)))
+	}
+	if renew > 0 && lease > 0 && renew >= lease {
+		errs = append(errs, field.Invalid(fldPath.Child("renewDeadline"), renew.String(), fmt.Sprintf("must be shorter than leaseDuration (%s)", lease)))
+	}
+	if agent.VIPLifetime != nil && agent.VIPLifetime.Duration > 0 && agent.VIPLifetime.Duration%time.Second != 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("vipLifetime"), agent.VIPLifetime.Duration.String(), "must be whole seconds"))
+	}
+	if agent.Interface != nil && *agent.Interface == "" {
+		errs = append(errs, field.Invalid(fldPath.Child("interface"), "", "must not be empty when set"))
+	}
+	if hc := agent.HealthCheck; hc != nil {
+		hcPath := fldPath.Child("healthCheck")
+		if hc.Period != nil && hc.Period.Duration <= 0 {
+			errs = append(errs, field.Invalid(hcPath.Child("period"), hc.Period.Duration.String(), "must be positive"))
+		}
+		if hc.Timeout != nil && hc.Timeout.Duration <= 0 {
+			errs = append(errs, field.Invalid(hcPath.Child("timeout"), hc.Timeout.Duration.String(), "must be positive"))
+		}
+		if hc.FailureThreshold != nil && *hc.FailureThreshold < 1 {
+			errs = append(errs, field.Invalid(hcPath.Child("failureThreshold"), *hc.FailureThreshold, "must be at least 1"))
+		}
+	}
+	return errs
+}
+
+// SubnetFacts are what is known about the VIP's subnet, from the InfrastructureStatus or
+// from Neutron.
+type SubnetFacts struct {
+	NetworkID string
+	CIDR      string
+}
+
+// ValidateResolved checks the resolved config against the subnet (fldPath is the root of
+// the provider config).
+func ValidateResolved(c *Config, subnet SubnetFacts, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.NetworkID == "" {
+		errs = append(errs, field.Required(fldPath.Child("networkID"), "not set, and the Infrastructure status names no network"))
+	}
+	if c.SubnetID == "" {
+		errs = append(errs, field.Required(fldPath.Child("subnetID"), "not set, and the Infrastructure status names no subnet with purpose \"nodes\""))
+	}
+	if !c.InternalOnly && c.FloatingNetworkID == "" && c.FloatingPoolName == "" {
+		errs = append(errs, field.Required(fldPath.Child("floatingPoolName"), "not set, and the Infrastructure status names no floating pool; set it or internalOnly"))
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if subnet.NetworkID != "" && subnet.NetworkID != c.NetworkID {
+		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet is not in network %s", c.NetworkID)))
+	}
+	if c.VIPAddress != "" && subnet.CIDR != "" {
+		prefix, err := netip.ParsePrefix(subnet.CIDR)
+		addr, addrErr := netip.ParseAddr(c.VIPAddress)
+		if err == nil && addrErr == nil && !prefix.Contains(addr) {
+			errs = append(errs, field.Invalid(fldPath.Child("vipAddress"), c.VIPAddress, fmt.Sprintf("must be in the subnet's range %s", subnet.CIDR)))
+		}
+	}
+	return errs
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func durationOr(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.Duration
+}

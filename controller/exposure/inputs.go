@@ -1,0 +1,236 @@
+package exposure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+)
+
+// LabelControlPlane marks control-plane Nodes.
+const LabelControlPlane = "node-role.kubernetes.io/control-plane"
+
+// inputs is everything a reconciliation of the OpenStack part depends on, except the
+// exposure's endpoints.
+type inputs struct {
+	identity string
+	source   ConfigSource
+	raw      *v1alpha1.ExposureConfig
+	config   *Config
+	infra    *InfrastructureStatus
+	auth     openstack.AuthConfig
+	// secretHash fingerprints the credentials Secret's data.
+	secretHash string
+	port       int32
+	nodes      []controlPlaneNode
+}
+
+type controlPlaneNode struct {
+	Name string `json:"name"`
+	IP   string `json:"ip"`
+}
+
+// hash fingerprints the inputs; it ends up in status.providerStatus.inputsHash.
+func (in *inputs) hash(agentImage string) string {
+	data, _ := json.Marshal(struct {
+		Identity   string
+		Config     *Config
+		Infra      *InfrastructureStatus
+		AuthURL    string
+		Region     string
+		SecretHash string
+		Port       int32
+		Nodes      []controlPlaneNode
+		AgentImage string
+	}{in.identity, in.config, in.infra, in.auth.AuthURL, in.auth.Region, in.secretHash, in.port, in.nodes, agentImage})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+var unsafeIdentityChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
+
+// clusterIdentity names the cluster in Neutron (port name and tag). It is the shoot's
+// technical ID, else a hash of the shoot's (or the exposure's) namespace and name, so that
+// it survives the move of the exposure from the bootstrap cluster into the shoot.
+func clusterIdentity(exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) string {
+	if cluster != nil && cluster.Shoot != nil {
+		if id := unsafeIdentityChars.ReplaceAllString(cluster.Shoot.Status.TechnicalID, "-"); id != "" {
+			return truncate(id, 200)
+		}
+		if cluster.Shoot.Name != "" {
+			return "shoot-" + shortHash(cluster.Shoot.Namespace+"/"+cluster.Shoot.Name)
+		}
+	}
+	return "exposure-" + shortHash(exp.Namespace+"/"+exp.Name)
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// configError marks err as a configuration problem.
+func configError(format string, args ...any) error {
+	return openstack.NewConfigurationError(fmt.Errorf(format, args...))
+}
+
+// resolveConfig decodes, defaults and validates the provider config. Problems that need
+// Neutron (subnet membership when the subnet is not in the Infrastructure status) are
+// checked later.
+func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureConfig, *Config, *InfrastructureStatus, ConfigSource, error) {
+	var shoot = clusterShoot(cluster)
+	raw, source := selectConfig(exp, shoot)
+	cfg, err := DecodeConfig(raw)
+	if err != nil {
+		return nil, nil, nil, source, configError("the provider config in %s is invalid: %w", source, err)
+	}
+	if errs := ValidateConfig(cfg, field.NewPath(string(source))); len(errs) > 0 {
+		return nil, nil, nil, source, configError("fix the provider config: %w", errs.ToAggregate())
+	}
+
+	infra, err := a.infrastructureStatus(ctx, exp.Namespace)
+	if err != nil {
+		return nil, nil, nil, source, err
+	}
+	return cfg, ResolveConfig(cfg, infra), infra, source, nil
+}
+
+func clusterShoot(cluster *extensionscontroller.Cluster) *gardencorev1beta1.Shoot {
+	if cluster == nil {
+		return nil
+	}
+	return cluster.Shoot
+}
+
+// infrastructureStatus reads the providerStatus of the Infrastructure in the namespace.
+// No Infrastructure gives an empty status: every field must then be in the provider config.
+func (a *Actuator) infrastructureStatus(ctx context.Context, namespace string) (*InfrastructureStatus, error) {
+	list := &extensionsv1alpha1.InfrastructureList{}
+	if err := a.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the Infrastructure in %s: %w", namespace, err)
+	}
+	if len(list.Items) == 0 {
+		return &InfrastructureStatus{}, nil
+	}
+	slices.SortFunc(list.Items, func(x, y extensionsv1alpha1.Infrastructure) int { return strings.Compare(x.Name, y.Name) })
+	status, err := DecodeInfrastructureStatus(list.Items[0].Status.ProviderStatus)
+	if err != nil {
+		return nil, configError("the Infrastructure %s/%s has an unreadable providerStatus: %w", namespace, list.Items[0].Name, err)
+	}
+	return status, nil
+}
+
+// cloudProfileConfig is the part of provider-openstack's CloudProfileConfig this extension
+// reads.
+type cloudProfileConfig struct {
+	KeyStoneURL  string `json:"keystoneURL"`
+	KeyStoneURLs []struct {
+		Region string `json:"region"`
+		URL    string `json:"url"`
+	} `json:"keystoneURLs"`
+}
+
+// resolveAuth reads the credentials Secret and determines region and Keystone URL.
+func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (openstack.AuthConfig, string, error) {
+	ref := exp.Spec.CredentialsRef
+	if ref == nil || ref.Name == "" {
+		return openstack.AuthConfig{}, "", configError("spec.credentialsRef is not set: reference the Secret with the OpenStack credentials")
+	}
+	if ref.Kind != "" && ref.Kind != "Secret" {
+		return openstack.AuthConfig{}, "", configError("spec.credentialsRef must reference a Secret, not a %s", ref.Kind)
+	}
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = exp.Namespace
+	}
+	secret := &corev1.Secret{}
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return openstack.AuthConfig{}, "", configError("the credentials Secret %s/%s does not exist: create it or fix spec.credentialsRef", namespace, ref.Name)
+		}
+		return openstack.AuthConfig{}, "", fmt.Errorf("reading the credentials Secret %s/%s: %w", namespace, ref.Name, err)
+	}
+	creds, err := openstack.CredentialsFromSecretData(secret.Data)
+	if err != nil {
+		return openstack.AuthConfig{}, "", configError("fix the credentials Secret %s/%s: %w", namespace, ref.Name, err)
+	}
+
+	auth := openstack.AuthConfig{Credentials: creds}
+	shoot := clusterShoot(cluster)
+	if shoot == nil || shoot.Spec.Region == "" {
+		return openstack.AuthConfig{}, "", configError("the Cluster has no shoot with a region")
+	}
+	auth.Region = shoot.Spec.Region
+	if creds.AuthURL == "" {
+		url, err := keystoneURL(cluster, auth.Region)
+		if err != nil {
+			return openstack.AuthConfig{}, "", err
+		}
+		auth.AuthURL = url
+	}
+	return auth, openstack.HashSecretData(secret.Data), nil
+}
+
+func keystoneURL(cluster *extensionscontroller.Cluster, region string) (string, error) {
+	missing := configError("no Keystone URL: set key %q in the credentials Secret or keystoneURL(s) in the CloudProfile's providerConfig", openstack.KeyAuthURL)
+	if cluster == nil || cluster.CloudProfile == nil || cluster.CloudProfile.Spec.ProviderConfig == nil || len(cluster.CloudProfile.Spec.ProviderConfig.Raw) == 0 {
+		return "", missing
+	}
+	cfg := &cloudProfileConfig{}
+	if err := json.Unmarshal(cluster.CloudProfile.Spec.ProviderConfig.Raw, cfg); err != nil {
+		return "", configError("the CloudProfile's providerConfig is unreadable: %w", err)
+	}
+	for _, u := range cfg.KeyStoneURLs {
+		if u.Region == region && u.URL != "" {
+			return u.URL, nil
+		}
+	}
+	if cfg.KeyStoneURL != "" {
+		return cfg.KeyStoneURL, nil
+	}
+	return "", missing
+}
+
+// controlPlaneNodes lists the control-plane Nodes with their InternalIP, sorted by name.
+func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, error) {
+	list := &corev1.NodeList{}
+	if err := a.client.List(ctx, list, client.HasLabels{LabelControlPlane}); err != nil {
+		return nil, fmt.Errorf("listing the control-plane Nodes: %w", err)
+	}
+	var nodes []controlPlaneNode
+	for _, n := range list.Items {
+		for _, addr := range n.Status.Addresses {
+			if addr.Type == corev1.NodeInternalIP {
+				nodes = append(nodes, controlPlaneNode{Name: n.Name, IP: addr.Address})
+				break
+			}
+		}
+	}
+	slices.SortFunc(nodes, func(x, y controlPlaneNode) int { return strings.Compare(x.Name, y.Name) })
+	return nodes, nil
+}
+

@@ -1,0 +1,173 @@
+package openstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+)
+
+// Error is a failed OpenStack operation, described for the operator: what failed, what
+// OpenStack said and what to fix. It never contains request bodies or credentials.
+type Error struct {
+	// Op is what was attempted, e.g. "create the VIP port".
+	Op string
+	// StatusCode is the HTTP status of the response; 0 when there was none.
+	StatusCode int
+	// Type is the error type Neutron reported, e.g. "OverQuota".
+	Type string
+	// Message is the message OpenStack returned, shortened.
+	Message string
+	// Hint tells the operator what to do.
+	Hint string
+	// Transient is true when a retry may succeed without any change.
+	Transient bool
+
+	cause error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	b.WriteString(" failed")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, " (HTTP %d", e.StatusCode)
+		if e.Type != "" {
+			b.WriteString(" " + e.Type)
+		}
+		b.WriteString(")")
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying gophercloud or transport error.
+func (e *Error) Unwrap() error { return e.cause }
+
+// IsNotFound tells whether err is an OpenStack 404.
+func IsNotFound(err error) bool {
+	return gophercloud.ResponseCodeIs(err, http.StatusNotFound)
+}
+
+// IsTransient tells whether a retry of the failed operation may succeed without a change.
+func IsTransient(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Transient
+}
+
+// NewConfigurationError marks err as a configuration problem the operator must fix.
+func NewConfigurationError(err error) error {
+	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
+}
+
+type neutronErrorBody struct {
+	NeutronError *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"NeutronError"`
+	Error *struct {
+		Message string `json:"message"`
+		Title   string `json:"title"`
+	} `json:"error"`
+}
+
+const maxMessageLength = 300
+
+// Classify turns an error of an OpenStack call into an *Error with a hint, wrapped with
+// the Gardener error codes that fit:
+//   - 401: ErrorInfraUnauthenticated, 403: ErrorInfraUnauthorized
+//   - OverQuota, address exhaustion: ErrorInfraQuotaExceeded
+//   - missing network, subnet or pool, invalid input: ErrorConfigurationProblem
+//   - other 409 conflicts: ErrorInfraDependencies
+//   - 5xx, 429, timeouts and connection errors: transient, no code.
+//
+// op says what was attempted ("create the VIP port"). Classify returns nil for nil.
+func Classify(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var already *Error
+	if errors.As(err, &already) {
+		return err
+	}
+	e := &Error{Op: op, cause: err}
+
+	var resp gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &resp) {
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			e.Message = "the request was cancelled or timed out"
+		default:
+			e.Message = "OpenStack could not be reached"
+		}
+		e.Hint = "will retry"
+		e.Transient = true
+		return e
+	}
+
+	e.StatusCode = resp.Actual
+	var body neutronErrorBody
+	if json.Unmarshal(resp.Body, &body) == nil {
+		switch {
+		case body.NeutronError != nil:
+			e.Type, e.Message = body.NeutronError.Type, body.NeutronError.Message
+		case body.Error != nil:
+			e.Message = body.Error.Message
+		}
+	}
+	if len(e.Message) > maxMessageLength {
+		e.Message = e.Message[:maxMessageLength] + "..."
+	}
+
+	var code gardencorev1beta1.ErrorCode
+	switch {
+	case resp.Actual == http.StatusUnauthorized:
+		code = gardencorev1beta1.ErrorInfraUnauthenticated
+		e.Hint = "fix the credentials in the Secret of spec.credentialsRef (user and password or application credential, domain, project)"
+	case resp.Actual == http.StatusForbidden:
+		code = gardencorev1beta1.ErrorInfraUnauthorized
+		e.Hint = "give the OpenStack user of spec.credentialsRef the member role in the project"
+	case e.Type == "OverQuota":
+		code = gardencorev1beta1.ErrorInfraQuotaExceeded
+		e.Hint = "raise the Neutron quota of the project or free unused resources"
+	case e.Type == "IpAddressGenerationFailure" || e.Type == "ExternalIpAddressExhausted":
+		code = gardencorev1beta1.ErrorInfraQuotaExceeded
+		e.Hint = "free addresses in the subnet or floating pool, or choose another one"
+	case e.Type == "IpAddressAlreadyAllocated" || e.Type == "IpAddressInUse":
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "choose a free vipAddress in the providerConfig"
+	case e.Type == "ExternalGatewayForFloatingIPNotFound":
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "connect the node subnet through a router with a gateway to the floating pool network"
+	case resp.Actual == http.StatusNotFound:
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "check the network, subnet and floating pool in the providerConfig and the Infrastructure status"
+	case resp.Actual == http.StatusBadRequest:
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "check the providerConfig against the network, subnet and floating pool"
+	case resp.Actual == http.StatusConflict:
+		code = gardencorev1beta1.ErrorInfraDependencies
+		e.Hint = "another resource holds what is needed; resolve the conflict in OpenStack"
+	case resp.Actual == http.StatusPreconditionFailed, resp.Actual == http.StatusTooManyRequests, resp.Actual >= 500:
+		e.Transient = true
+		e.Hint = "will retry"
+	default:
+		e.Hint = "check the OpenStack project"
+	}
+	if code == "" {
+		return e
+	}
+	return v1beta1helper.NewErrorWithCodes(e, code)
+}

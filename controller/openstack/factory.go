@@ -1,0 +1,198 @@
+package openstack
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+)
+
+// ClientFactory hands out authenticated Neutron clients.
+type ClientFactory interface {
+	// Network returns a Neutron client for the credentials in the given region.
+	Network(ctx context.Context, auth AuthConfig) (*Network, error)
+}
+
+// AuthConfig is everything needed to authenticate against Keystone and find Neutron.
+type AuthConfig struct {
+	Credentials *Credentials
+	// AuthURL is the Keystone URL; it wins over Credentials.AuthURL when both are set.
+	AuthURL string
+	// Region selects the Neutron endpoint in the service catalog.
+	Region string
+}
+
+func (a AuthConfig) authURL() string {
+	if a.Credentials != nil && a.Credentials.AuthURL != "" {
+		return a.Credentials.AuthURL
+	}
+	return a.AuthURL
+}
+
+// key fingerprints the auth config; it is the cache key of the factory.
+func (a AuthConfig) key() string {
+	h := sha256.New()
+	c := a.Credentials
+	for _, s := range []string{a.authURL(), a.Region, c.DomainName, c.TenantName, c.Username, c.Password,
+		c.ApplicationCredentialID, c.ApplicationCredentialName, c.ApplicationCredentialSecret, c.CACert, fmt.Sprint(c.Insecure)} {
+		fmt.Fprintf(h, "%d:%s;", len(s), s)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FactoryOptions configure NewClientFactory.
+type FactoryOptions struct {
+	// Metrics receives a count and a duration per request. Required.
+	Metrics *Metrics
+	// Timeout bounds every HTTP request. Default: 30s.
+	Timeout time.Duration
+	// MaxIdle drops a cached client that was not used for this long. Default: 24h.
+	MaxIdle time.Duration
+	// Now is the clock (tests). Default: time.Now.
+	Now func() time.Time
+}
+
+// CachingClientFactory authenticates once per distinct AuthConfig and reuses the provider
+// client afterwards; gophercloud re-authenticates by itself when the token expires.
+type CachingClientFactory struct {
+	opts FactoryOptions
+
+	mu      sync.Mutex
+	clients map[string]*cachedClient
+}
+
+type cachedClient struct {
+	network  *Network
+	lastUsed time.Time
+}
+
+var _ ClientFactory = (*CachingClientFactory)(nil)
+
+// NewClientFactory returns a ClientFactory that caches authenticated clients.
+func NewClientFactory(opts FactoryOptions) *CachingClientFactory {
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MaxIdle == 0 {
+		opts.MaxIdle = 24 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &CachingClientFactory{opts: opts, clients: map[string]*cachedClient{}}
+}
+
+// Network implements ClientFactory.
+func (f *CachingClientFactory) Network(ctx context.Context, auth AuthConfig) (*Network, error) {
+	if auth.Credentials == nil {
+		return nil, fmt.Errorf("%w: no credentials given", ErrInvalidCredentials)
+	}
+	if auth.authURL() == "" {
+		return nil, NewConfigurationError(errors.New("no Keystone URL: set key \"authURL\" in the credentials Secret or keyStoneURL(s) in the CloudProfile"))
+	}
+	key := auth.key()
+
+	f.mu.Lock()
+	now := f.opts.Now()
+	for k, c := range f.clients {
+		if now.Sub(c.lastUsed) > f.opts.MaxIdle {
+			delete(f.clients, k)
+		}
+	}
+	if c, ok := f.clients[key]; ok {
+		c.lastUsed = now
+		f.mu.Unlock()
+		return c.network, nil
+	}
+	f.mu.Unlock()
+
+	network, err := f.authenticate(ctx, auth)
+	if err != nil {
+		return nil, err
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[key]; ok { // a concurrent caller won
+		c.lastUsed = f.opts.Now()
+		return c.network, nil
+	}
+	f.clients[key] = &cachedClient{network: network, lastUsed: f.opts.Now()}
+	return network, nil
+}
+
+// Forget drops the cached client of auth, e.g. after the credentials were rejected.
+func (f *CachingClientFactory) Forget(auth AuthConfig) {
+	if auth.Credentials == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.clients, auth.key())
+}
+
+func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig) (*Network, error) {
+	c := auth.Credentials
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if c.CACert != "" || c.Insecure {
+		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+		if c.CACert != "" {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM([]byte(c.CACert)) {
+				return nil, NewConfigurationError(errors.New("key \"caCert\" of the credentials Secret holds no PEM certificate"))
+			}
+			tlsConfig.RootCAs = pool
+		}
+		tlsConfig.InsecureSkipVerify = c.Insecure //nolint:gosec // explicitly requested in the Secret
+		base.TLSClientConfig = tlsConfig
+	}
+
+	provider, err := openstack.NewClient(auth.authURL())
+	if err != nil {
+		return nil, NewConfigurationError(fmt.Errorf("the Keystone URL is malformed: %w", err))
+	}
+	provider.HTTPClient = http.Client{
+		Transport: &InstrumentedTransport{Next: base, Metrics: f.opts.Metrics},
+		Timeout:   f.opts.Timeout,
+	}
+
+	opts := gophercloud.AuthOptions{
+		IdentityEndpoint: auth.authURL(),
+		AllowReauth:      true,
+	}
+	if c.UsesApplicationCredential() {
+		opts.ApplicationCredentialID = c.ApplicationCredentialID
+		opts.ApplicationCredentialName = c.ApplicationCredentialName
+		opts.ApplicationCredentialSecret = c.ApplicationCredentialSecret
+		if c.ApplicationCredentialID == "" {
+			opts.Username = c.Username
+			opts.DomainName = c.DomainName
+		}
+	} else {
+		opts.Username = c.Username
+		opts.Password = c.Password
+		opts.DomainName = c.DomainName
+		opts.TenantName = c.TenantName
+	}
+	if err := openstack.Authenticate(ctx, provider, opts); err != nil {
+		return nil, Classify(err, "authenticate with Keystone")
+	}
+
+	client, err := openstack.NewNetworkV2(provider, gophercloud.EndpointOpts{Region: auth.Region})
+	if err != nil {
+		return nil, NewConfigurationError(fmt.Errorf("no Neutron endpoint for region %q in the Keystone catalog: %w", auth.Region, err))
+	}
+	return &Network{client: client}, nil
+}

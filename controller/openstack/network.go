@@ -1,0 +1,424 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+)
+
+// TagExtension marks every Neutron resource that this extension created.
+const TagExtension = "kube-vip.extensions.gardener.cloud"
+
+// ClusterTag is the tag that marks the resources of one cluster; identity must be unique
+// per cluster and free of commas.
+func ClusterTag(identity string) string {
+	return "kube-vip-cluster=" + identity
+}
+
+// maxRevisionRetries bounds the retries of a port update whose revision went stale.
+const maxRevisionRetries = 5
+
+// Network is an authenticated Neutron client with the idempotent operations the extension
+// needs. Every method takes the caller's context and returns errors classified by Classify.
+type Network struct {
+	client *gophercloud.ServiceClient
+}
+
+// NewNetwork wraps a Neutron service client (tests and callers with their own client).
+func NewNetwork(client *gophercloud.ServiceClient) *Network {
+	return &Network{client: client}
+}
+
+// ServiceClient returns the underlying gophercloud client.
+func (n *Network) ServiceClient() *gophercloud.ServiceClient { return n.client }
+
+// GetNetwork reads a network.
+func (n *Network) GetNetwork(ctx context.Context, id string) (*networks.Network, error) {
+	network, err := networks.Get(ctx, n.client, id).Extract()
+	if err != nil {
+		return nil, Classify(err, fmt.Sprintf("read network %s", id))
+	}
+	return network, nil
+}
+
+// FindExternalNetworkByName returns the ID of the external network (floating pool) with
+// the given name.
+func (n *Network) FindExternalNetworkByName(ctx context.Context, name string) (string, error) {
+	external := true
+	pages, err := networks.List(n.client, externalListOpts{ListOpts: networks.ListOpts{Name: name}, External: &external}).AllPages(ctx)
+	if err != nil {
+		return "", Classify(err, fmt.Sprintf("look up floating pool %q", name))
+	}
+	nets, err := networks.ExtractNetworks(pages)
+	if err != nil {
+		return "", Classify(err, fmt.Sprintf("look up floating pool %q", name))
+	}
+	switch len(nets) {
+	case 0:
+		return "", NewConfigurationError(fmt.Errorf("floating pool %q does not exist: set floatingPoolName to an external network of the project", name))
+	case 1:
+		return nets[0].ID, nil
+	default:
+		return "", NewConfigurationError(fmt.Errorf("floating pool name %q is ambiguous (%d external networks): set floatingNetworkID instead", name, len(nets)))
+	}
+}
+
+type externalListOpts struct {
+	networks.ListOpts
+	External *bool `q:"router:external"`
+}
+
+func (o externalListOpts) ToNetworkListQuery() (string, error) {
+	q, err := gophercloud.BuildQueryString(o)
+	return q.String(), err
+}
+
+// GetSubnet reads a subnet.
+func (n *Network) GetSubnet(ctx context.Context, id string) (*subnets.Subnet, error) {
+	s, err := subnets.Get(ctx, n.client, id).Extract()
+	if err != nil {
+		return nil, Classify(err, fmt.Sprintf("read subnet %s", id))
+	}
+	return s, nil
+}
+
+// PortFilter selects ports; empty fields do not filter.
+type PortFilter struct {
+	NetworkID string
+	Name      string
+	// Tags must all be present on a port.
+	Tags []string
+	// FixedIPs selects ports with any of these addresses.
+	FixedIPs []string
+}
+
+// ListPorts returns the ports that match the filter, in one request per page.
+func (n *Network) ListPorts(ctx context.Context, f PortFilter) ([]ports.Port, error) {
+	opts := ports.ListOpts{NetworkID: f.NetworkID, Name: f.Name, Tags: strings.Join(f.Tags, ",")}
+	for _, ip := range f.FixedIPs {
+		opts.FixedIPs = append(opts.FixedIPs, ports.FixedIPOpts{IPAddress: ip})
+	}
+	pages, err := ports.List(n.client, opts).AllPages(ctx)
+	if err != nil {
+		return nil, Classify(err, "list ports")
+	}
+	list, err := ports.ExtractPorts(pages)
+	if err != nil {
+		return nil, Classify(err, "list ports")
+	}
+	return list, nil
+}
+
+// GetPort reads a port.
+func (n *Network) GetPort(ctx context.Context, id string) (*ports.Port, error) {
+	p, err := ports.Get(ctx, n.client, id).Extract()
+	if err != nil {
+		return nil, Classify(err, fmt.Sprintf("read port %s", id))
+	}
+	return p, nil
+}
+
+// VIPPortSpec describes the unbound port that reserves the virtual IP.
+type VIPPortSpec struct {
+	Name        string
+	Description string
+	NetworkID   string
+	SubnetID    string
+	// IPAddress is a fixed address; empty lets Neutron pick one from the subnet.
+	IPAddress string
+	// Tags are set on the port; FindVIPPort matches on all of them.
+	Tags []string
+}
+
+// FindVIPPort returns the port with the spec's name and tags, or nil.
+func (n *Network) FindVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.Port, error) {
+	list, err := n.ListPorts(ctx, PortFilter{Name: spec.Name, Tags: spec.Tags})
+	if err != nil {
+		return nil, err
+	}
+	switch len(list) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &list[0], nil
+	default:
+		return nil, v1beta1helper.NewErrorWithCodes(
+			fmt.Errorf("found %d ports named %q with the tags of this cluster: delete all but one", len(list), spec.Name),
+			gardencorev1beta1.ErrorInfraDependencies)
+	}
+}
+
+type taggedPortCreateOpts struct {
+	ports.CreateOpts
+	Tags []string
+}
+
+func (o taggedPortCreateOpts) ToPortCreateMap() (map[string]any, error) {
+	body, err := o.CreateOpts.ToPortCreateMap()
+	if err != nil {
+		return nil, err
+	}
+	if len(o.Tags) > 0 {
+		body["port"].(map[string]any)["tags"] = o.Tags
+	}
+	return body, nil
+}
+
+// CreateVIPPort creates the unbound VIP port (no device owner, no host) with its tags in
+// the same request.
+func (n *Network) CreateVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.Port, error) {
+	opts := taggedPortCreateOpts{
+		CreateOpts: ports.CreateOpts{
+			NetworkID:   spec.NetworkID,
+			Name:        spec.Name,
+			Description: spec.Description,
+			FixedIPs:    []ports.IP{{SubnetID: spec.SubnetID, IPAddress: spec.IPAddress}},
+		},
+		Tags: spec.Tags,
+	}
+	p, err := ports.Create(ctx, n.client, opts).Extract()
+	if err != nil {
+		return nil, Classify(err, "create the VIP port")
+	}
+	return p, nil
+}
+
+// GetOrCreateVIPPort finds the VIP port by name and tags and creates it when missing.
+// When the port exists with another address than spec.IPAddress, the address is changed.
+// created tells whether the port is new.
+func (n *Network) GetOrCreateVIPPort(ctx context.Context, spec VIPPortSpec) (port *ports.Port, created bool, err error) {
+	port, err = n.FindVIPPort(ctx, spec)
+	if err != nil {
+		return nil, false, err
+	}
+	if port == nil {
+		port, err = n.CreateVIPPort(ctx, spec)
+		return port, err == nil, err
+	}
+	if port.NetworkID != spec.NetworkID {
+		return nil, false, NewConfigurationError(fmt.Errorf("the VIP port %s is in network %s, not in %s: the network of an exposure cannot change", port.ID, port.NetworkID, spec.NetworkID))
+	}
+	if PortAddress(port, spec.SubnetID) == "" || (spec.IPAddress != "" && PortAddress(port, spec.SubnetID) != spec.IPAddress) {
+		fixed := []ports.IP{{SubnetID: spec.SubnetID, IPAddress: spec.IPAddress}}
+		port, err = ports.Update(ctx, n.client, port.ID, ports.UpdateOpts{FixedIPs: fixed}).Extract()
+		if err != nil {
+			return nil, false, Classify(err, "change the address of the VIP port")
+		}
+	}
+	return port, false, nil
+}
+
+// PortAddress returns the port's first fixed IP in the subnet (any subnet if empty).
+func PortAddress(p *ports.Port, subnetID string) string {
+	for _, ip := range p.FixedIPs {
+		if subnetID == "" || ip.SubnetID == subnetID {
+			return ip.IPAddress
+		}
+	}
+	return ""
+}
+
+// DeletePort deletes a port; a missing port is no error.
+func (n *Network) DeletePort(ctx context.Context, id string) error {
+	err := ports.Delete(ctx, n.client, id).ExtractErr()
+	if err != nil && !IsNotFound(err) {
+		return Classify(err, fmt.Sprintf("delete port %s", id))
+	}
+	return nil
+}
+
+// ReplacePortTags sets the tags of a port.
+func (n *Network) ReplacePortTags(ctx context.Context, id string, tags []string) error {
+	_, err := attributestags.ReplaceAll(ctx, n.client, "ports", id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
+	return Classify(err, fmt.Sprintf("tag port %s", id))
+}
+
+// FloatingIPSpec describes the floating IP of the VIP port.
+type FloatingIPSpec struct {
+	FloatingNetworkID string
+	PortID            string
+	FixedIP           string
+	Description       string
+}
+
+// CreateFloatingIP allocates a floating IP from the pool, associated with the port in the
+// same request.
+func (n *Network) CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*floatingips.FloatingIP, error) {
+	fip, err := floatingips.Create(ctx, n.client, floatingips.CreateOpts{
+		FloatingNetworkID: spec.FloatingNetworkID,
+		PortID:            spec.PortID,
+		FixedIP:           spec.FixedIP,
+		Description:       spec.Description,
+	}).Extract()
+	if err != nil {
+		return nil, Classify(err, "create the floating IP")
+	}
+	return fip, nil
+}
+
+// ListFloatingIPs returns the floating IPs that match the options.
+func (n *Network) ListFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
+	pages, err := floatingips.List(n.client, opts).AllPages(ctx)
+	if err != nil {
+		return nil, Classify(err, "list floating IPs")
+	}
+	list, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return nil, Classify(err, "list floating IPs")
+	}
+	return list, nil
+}
+
+// FloatingIPsOfPort returns the floating IPs associated with the port.
+func (n *Network) FloatingIPsOfPort(ctx context.Context, portID string) ([]floatingips.FloatingIP, error) {
+	return n.ListFloatingIPs(ctx, floatingips.ListOpts{PortID: portID})
+}
+
+// FindFloatingIPByAddress returns the floating IP with the address, or a configuration
+// error when the project has none.
+func (n *Network) FindFloatingIPByAddress(ctx context.Context, address string) (*floatingips.FloatingIP, error) {
+	list, err := n.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: address})
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, NewConfigurationError(fmt.Errorf("floating IP %s is not allocated in the project: allocate it first or remove floatingIP from the providerConfig", address))
+	}
+	return &list[0], nil
+}
+
+// AssociateFloatingIP points the floating IP at the port.
+func (n *Network) AssociateFloatingIP(ctx context.Context, id, portID string) (*floatingips.FloatingIP, error) {
+	fip, err := floatingips.Update(ctx, n.client, id, floatingips.UpdateOpts{PortID: &portID}).Extract()
+	if err != nil {
+		return nil, Classify(err, fmt.Sprintf("associate floating IP %s", id))
+	}
+	return fip, nil
+}
+
+// DisassociateFloatingIP detaches the floating IP from its port; a missing floating IP is
+// no error.
+func (n *Network) DisassociateFloatingIP(ctx context.Context, id string) error {
+	// An empty string makes gophercloud send "port_id": null; a nil pointer sends nothing.
+	_, err := floatingips.Update(ctx, n.client, id, floatingips.UpdateOpts{PortID: new(string)}).Extract()
+	if err != nil && !IsNotFound(err) {
+		return Classify(err, fmt.Sprintf("disassociate floating IP %s", id))
+	}
+	return nil
+}
+
+// DeleteFloatingIP releases a floating IP; a missing one is no error.
+func (n *Network) DeleteFloatingIP(ctx context.Context, id string) error {
+	err := floatingips.Delete(ctx, n.client, id).ExtractErr()
+	if err != nil && !IsNotFound(err) {
+		return Classify(err, fmt.Sprintf("delete floating IP %s", id))
+	}
+	return nil
+}
+
+// HostPair is the allowed address pair for a single address: a /32 (IPv4) or /128 (IPv6).
+func HostPair(ip string) string {
+	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
+		return ip + "/128"
+	}
+	return ip + "/32"
+}
+
+// samePairAddress tells whether an allowed address pair entry is exactly the host address
+// ip ("ip" or its host prefix).
+func samePairAddress(entry, ip string) bool {
+	return entry == ip || entry == HostPair(ip)
+}
+
+// HasPair tells whether the port carries ip as a host allowed address pair.
+func HasPair(p *ports.Port, ip string) bool {
+	for _, pair := range p.AllowedAddressPairs {
+		if samePairAddress(pair.IPAddress, ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// MergePair returns pairs plus ip as a host pair; every existing pair is kept. changed is
+// false when the pair is already present.
+func MergePair(pairs []ports.AddressPair, ip string) (merged []ports.AddressPair, changed bool) {
+	for _, pair := range pairs {
+		if samePairAddress(pair.IPAddress, ip) {
+			return pairs, false
+		}
+	}
+	merged = append(append([]ports.AddressPair{}, pairs...), ports.AddressPair{IPAddress: HostPair(ip)})
+	return merged, true
+}
+
+// RemovePair returns pairs without the host pair for ip; every other pair is kept.
+func RemovePair(pairs []ports.AddressPair, ip string) (rest []ports.AddressPair, changed bool) {
+	rest = []ports.AddressPair{}
+	for _, pair := range pairs {
+		if samePairAddress(pair.IPAddress, ip) {
+			changed = true
+			continue
+		}
+		rest = append(rest, pair)
+	}
+	return rest, changed
+}
+
+// EnsurePair adds ip as a host allowed address pair to the port, keeping all other pairs.
+// port is the caller's last read of the port; the update is conditional on its revision
+// and re-read and retried when another writer was faster. updated tells whether a write
+// happened.
+func (n *Network) EnsurePair(ctx context.Context, port *ports.Port, ip string) (updated bool, err error) {
+	return n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) { return MergePair(pairs, ip) },
+		fmt.Sprintf("add the VIP to the allowed address pairs of port %s", port.ID))
+}
+
+// RemovePairFromPort removes the host pair for ip from the port and keeps every other
+// pair. A missing port is no error.
+func (n *Network) RemovePairFromPort(ctx context.Context, port *ports.Port, ip string) (updated bool, err error) {
+	updated, err = n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) { return RemovePair(pairs, ip) },
+		fmt.Sprintf("remove the VIP from the allowed address pairs of port %s", port.ID))
+	if IsNotFound(err) {
+		return false, nil
+	}
+	return updated, err
+}
+
+func (n *Network) updatePairs(ctx context.Context, port *ports.Port, mutate func([]ports.AddressPair) ([]ports.AddressPair, bool), op string) (bool, error) {
+	current := port
+	for attempt := 0; ; attempt++ {
+		pairs, changed := mutate(current.AllowedAddressPairs)
+		if !changed {
+			return false, nil
+		}
+		revision := current.RevisionNumber
+		updated, err := ports.Update(ctx, n.client, current.ID, ports.UpdateOpts{
+			AllowedAddressPairs: &pairs,
+			RevisionNumber:      &revision,
+		}).Extract()
+		if err == nil {
+			*port = *updated
+			return true, nil
+		}
+		if !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || attempt+1 >= maxRevisionRetries {
+			return false, Classify(err, op)
+		}
+		// Someone else changed the port in between: read it again and merge anew.
+		if current, err = ports.Get(ctx, n.client, port.ID).Extract(); err != nil {
+			return false, Classify(err, op)
+		}
+	}
+}

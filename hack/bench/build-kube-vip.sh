@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds upstream kube-vip (default v1.0.0) from the Go module proxy, for the failover
+# benchmark only. The binary is cached in bin/kube-vip/<version>/kube-vip (git-ignored),
+# so a second run builds nothing. No kube-vip code enters this repository: the build
+# happens in a scratch module under bin/.build.
+#
+#   hack/bench/build-kube-vip.sh        prints the binary's path on stdout
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
+OUT=$ROOT/bin/kube-vip/$KUBE_VIP_VERSION
+WORK=$ROOT/bin/.build/kube-vip-$KUBE_VIP_VERSION
+export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/kube-vip
+log() { echo "build-kube-vip: $*" >&2; }
+
+if [ ! -x "$OUT/kube-vip" ]; then
+  t0=$SECONDS
+  rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; cd "$WORK"
+  go mod init local/build-kube-vip >/dev/null 2>&1
+  go get "github.com/kube-vip/kube-vip@$KUBE_VIP_VERSION" >&2
+  # As upstream's release build (Makefile, Dockerfile): no cgo, stripped.
+  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$OUT/kube-vip.tmp" github.com/kube-vip/kube-vip
+  mv "$OUT/kube-vip.tmp" "$OUT/kube-vip"
+  log "kube-vip $KUBE_VIP_VERSION built in $((SECONDS - t0))s"
+fi
+echo "$OUT/kube-vip"

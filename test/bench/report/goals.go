@@ -1,0 +1,50 @@
+package report
+
+import "time"
+
+// Goal is a target for this project's agent in one scenario.
+type Goal struct {
+	// Outage bounds the p95 outage; zero means no bound.
+	Outage time.Duration
+	// NoTwoHolders asks for zero time with the VIP on two nodes.
+	NoTwoHolders bool
+	Text         string
+}
+
+// Goals are the agent's targets (issue 7), per scenario.
+var Goals = map[string]Goal{
+	"graceful":       {Outage: 300 * time.Millisecond, Text: "<= 0.3s"},
+	"crash":          {Outage: 1500 * time.Millisecond, NoTwoHolders: true, Text: "<= 1.5s, no 2 holders"},
+	"link-down":      {Outage: 2 * time.Second, Text: "<= 2s"},
+	"apiserver-dead": {Outage: 1500 * time.Millisecond, Text: "<= 1.5s"},
+	"freeze":         {Text: "-"},
+}
+
+// SteadyGoals are the agent's steady-state targets for 3 agents.
+var SteadyGoals = struct {
+	RequestsPerSecond float64
+	RSSBytes          int64
+	BinaryBytes       int64
+}{RequestsPerSecond: 1.2, RSSBytes: 25 << 20, BinaryBytes: 30 << 20}
+
+// References are the figures earlier measurements gave for the peers (field notes), per
+// system name and scenario, printed beside this run's measurements.
+var References = map[string]map[string]string{
+	"kube-vip defaults": {
+		"graceful":       "~1.6s",
+		"crash":          "0s, 2 holders <= 4.5s",
+		"link-down":      "~7.7s",
+		"apiserver-dead": "never moves",
+	},
+	"keepalived guide": {
+		"graceful":       "~0.6s",
+		"crash":          "0s, 2 holders ~2.3s",
+		"link-down":      "~3.1s",
+		"apiserver-dead": "~31s",
+	},
+	"keepalived tuned": {
+		"graceful":       "~0.6s",
+		"link-down":      "~2.9s",
+		"apiserver-dead": "~2.2s",
+	},
+}

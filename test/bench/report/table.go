@@ -1,0 +1,133 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/bench/stats"
+)
+
+// Ours and Baseline name the systems the ratio column compares.
+const (
+	Ours     = "ours"
+	Baseline = "kube-vip defaults"
+)
+
+func secs(d time.Duration) string {
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// PrintFailover writes the failover table: one row per system and scenario.
+func PrintFailover(w io.Writer, r *Results) error {
+	fmt.Fprintln(w, "Failover (client outage seen from the client namespace, TCP connect to VIP:6443 every 10ms;")
+	fmt.Fprintln(w, "  no-failover runs count at the scenario timeout; goals are checked on p95; 2-holder = time")
+	fmt.Fprintln(w, "  with the VIP on two nodes, max over runs [runs with any]; 'x kube-vip' = p50 / p50 of kube-vip defaults)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "system\tscenario\truns\tp50\tp95\tmax\tno failover\t2-holder\tARP conflicts\tx kube-vip\tgoal / reference\tmet")
+	base, _ := r.System(Baseline)
+	for _, sys := range r.Systems {
+		if sys.Error != "" && len(sys.Scenarios) == 0 {
+			fmt.Fprintf(tw, "%s\t(failed: %s)\n", sys.Name, oneLine(sys.Error))
+			continue
+		}
+		for _, sc := range sys.Scenarios {
+			o := sc.Outage()
+			runs := fmt.Sprintf("%d", len(sc.Runs))
+			if len(sc.Runs) != sc.Planned {
+				runs = fmt.Sprintf("%d/%d", len(sc.Runs), sc.Planned)
+			}
+			if o.N == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", sys.Name, sc.Name, runs, goalText(sys.Name, sc.Name))
+				continue
+			}
+			nf := "-"
+			if n := sc.NoFailover(); n > 0 {
+				nf = fmt.Sprintf("%d (cap %s)", n, secs(sc.Timeout))
+			}
+			th, thRuns := sc.TwoHolders()
+			two := "0"
+			if thRuns > 0 {
+				two = fmt.Sprintf("%s [%d]", secs(th), thRuns)
+			}
+			ratio := "-"
+			if bs, ok := base.Scenario(sc.Name); ok && sys.Name != Baseline {
+				if q := stats.Ratio(o.P50, bs.Outage().P50); !math.IsNaN(q) {
+					ratio = fmt.Sprintf("%.2f", q)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
+				sys.Name, sc.Name, runs, secs(o.P50), secs(o.P95), secs(o.Max), nf, two,
+				sc.ARPConflicts(), ratio, goalText(sys.Name, sc.Name), met(sys.Name, sc, o))
+		}
+	}
+	return tw.Flush()
+}
+
+func goalText(system, scenario string) string {
+	if system == Ours {
+		if g, ok := Goals[scenario]; ok {
+			return "goal " + g.Text
+		}
+		return "-"
+	}
+	if ref, ok := References[system][scenario]; ok {
+		return "ref " + ref
+	}
+	return "-"
+}
+
+func met(system string, sc ScenarioResult, o stats.Summary) string {
+	g, ok := Goals[sc.Name]
+	if system != Ours || !ok || (g.Outage == 0 && !g.NoTwoHolders) {
+		return ""
+	}
+	okay := sc.NoFailover() == 0 && (g.Outage == 0 || o.P95 <= g.Outage)
+	if th, _ := sc.TwoHolders(); g.NoTwoHolders && th > 0 {
+		okay = false
+	}
+	if okay {
+		return "yes"
+	}
+	return "NO"
+}
+
+// PrintSteady writes the steady-state table.
+func PrintSteady(w io.Writer, r *Results) error {
+	fmt.Fprintf(w, "Steady state (lease requests/s summed over the 3 apiservers, less their own %.2f/s; RSS per daemon,\n", r.BaselinePerSecond)
+	fmt.Fprintln(w, "  process group, max over nodes; binary as run; holder changes = flaps during the window)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "system\twindow\treq/s\tRSS\tbinary\tholder changes\tgoal\tmet")
+	for _, sys := range r.Systems {
+		s := sys.Steady
+		if s == nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t\t\n", sys.Name)
+			continue
+		}
+		goal, ok := "-", ""
+		if sys.Name == Ours {
+			goal = fmt.Sprintf("<= %.1f req/s, RSS <= %d MB, binary <= %d MB",
+				SteadyGoals.RequestsPerSecond, SteadyGoals.RSSBytes>>20, SteadyGoals.BinaryBytes>>20)
+			ok = "yes"
+			if s.RequestsPerSecond > SteadyGoals.RequestsPerSecond || s.MaxRSS() > SteadyGoals.RSSBytes || s.BinaryBytes > SteadyGoals.BinaryBytes {
+				ok = "NO"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.1f MB\t%.1f MB\t%d\t%s\t%s\n", sys.Name, s.Window, s.RequestsPerSecond,
+			mb(s.MaxRSS()), mb(s.BinaryBytes), s.HolderChanges, goal, ok)
+	}
+	return tw.Flush()
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}

@@ -1,0 +1,173 @@
+// Package runner runs the failover benchmark on the netns harness: it deploys a system
+// under test on every node, waits for a stable VIP holder, injects the faults of the
+// scenarios into the leader, and measures the client-observed outage, the time the VIP
+// sat on two nodes and the steady-state cost.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/bench/sut"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// Deployment is one system under test running on every node of the harness. Processes
+// that exit are restarted by EnsureRunning, as the kubelet would restart a container.
+type Deployment struct {
+	sys   sut.System
+	h     *netns.Harness
+	nodes []*netns.Node
+	cmds  []sut.Command
+
+	mu       sync.Mutex
+	procs    []*netns.Process
+	started  []time.Time
+	restarts int
+}
+
+// Deploy prepares and starts sys on every node; dir receives one directory per node.
+func Deploy(ctx context.Context, h *netns.Harness, sys sut.System, dir string) (*Deployment, error) {
+	nodes := h.Nodes()
+	c := sut.Cluster{VIP: h.VIP()}
+	for _, n := range nodes {
+		c.Nodes = append(c.Nodes, sut.Node{Name: n.Name(), IP: n.IP(), Interface: n.Interface(), Kubeconfig: n.Kubeconfig()})
+	}
+	d := &Deployment{sys: sys, h: h, nodes: nodes, cmds: make([]sut.Command, len(nodes)),
+		procs: make([]*netns.Process, len(nodes)), started: make([]time.Time, len(nodes))}
+	for i, n := range nodes {
+		nodeDir := filepath.Join(dir, slug(sys.Name()), n.Name())
+		if err := os.RemoveAll(nodeDir); err != nil {
+			return nil, fmt.Errorf("cleaning %s: %w", nodeDir, err)
+		}
+		if err := os.MkdirAll(nodeDir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", nodeDir, err)
+		}
+		cmd, err := sys.Prepare(c, i, nodeDir)
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: %w", sys.Name(), n.Name(), err)
+		}
+		d.cmds[i] = cmd
+	}
+	for i := range nodes {
+		if err := d.start(ctx, i); err != nil {
+			return nil, errors.Join(err, d.Teardown(ctx))
+		}
+	}
+	return d, nil
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		default:
+			return '-'
+		}
+	}, s)
+}
+
+func (d *Deployment) start(ctx context.Context, i int) error {
+	c := d.cmds[i]
+	p, err := d.nodes[i].Start(ctx, netns.ProcessOptions{Name: slug(d.sys.Name()), Path: c.Path, Args: c.Args, Env: c.Env})
+	if err != nil {
+		return fmt.Errorf("starting %s on %s: %w", d.sys.Name(), d.nodes[i].Name(), err)
+	}
+	d.mu.Lock()
+	d.procs[i], d.started[i] = p, time.Now()
+	d.mu.Unlock()
+	return nil
+}
+
+// System is the deployed system.
+func (d *Deployment) System() sut.System { return d.sys }
+
+// Process is the current process on node i.
+func (d *Deployment) Process(i int) *netns.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.procs[i]
+}
+
+// Restarts counts the restarts of exited processes so far.
+func (d *Deployment) Restarts() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restarts
+}
+
+// LastStart is the latest (re)start of any of the processes.
+func (d *Deployment) LastStart() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var t time.Time
+	for _, s := range d.started {
+		if s.After(t) {
+			t = s
+		}
+	}
+	return t
+}
+
+// EnsureRunning restarts every process that has exited and returns how many it restarted.
+func (d *Deployment) EnsureRunning(ctx context.Context) (int, error) {
+	n := 0
+	for i := range d.nodes {
+		if !d.Process(i).Exited() {
+			continue
+		}
+		if err := d.start(ctx, i); err != nil {
+			return n, err
+		}
+		n++
+		d.mu.Lock()
+		d.restarts++
+		d.mu.Unlock()
+	}
+	return n, nil
+}
+
+// Teardown stops every process (SIGCONT and SIGTERM, SIGKILL after 5s) and removes the
+// VIP from every node.
+func (d *Deployment) Teardown(ctx context.Context) error {
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range d.nodes {
+		if p := d.Process(i); p != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = p.Stop(5 * time.Second)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, n := range d.nodes {
+		if err := n.LinkUp(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if err := n.RemoveAddress(ctx, d.h.VIPPrefix()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeIndex returns the index of node n.
+func (d *Deployment) nodeIndex(n *netns.Node) int {
+	for i, x := range d.nodes {
+		if x == n {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,300 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// Options tune the runs.
+type Options struct {
+	// Hold is how long the fault stays after the client reached the VIP on its new node,
+	// to catch a second outage; default 1s.
+	Hold time.Duration
+	// StableFor is how long the VIP has to stay on one node before a run; default 1s.
+	StableFor time.Duration
+	// Log receives progress.
+	Log logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Hold == 0 {
+		o.Hold = time.Second
+	}
+	if o.StableFor == 0 {
+		o.StableFor = time.Second
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	return o
+}
+
+// Window is an outage the client saw, relative to the fault.
+type Window struct {
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	// Open marks an outage that had not ended when the probing stopped.
+	Open bool `json:"open,omitempty"`
+}
+
+// RunResult is one run of one scenario.
+type RunResult struct {
+	Leader string `json:"leader"`
+	// NewHolder is the node that held the VIP after the failover; empty without failover.
+	NewHolder string `json:"newHolder,omitempty"`
+	// Failover is false when no other node took the VIP (or the client did not reach it)
+	// within the scenario timeout.
+	Failover bool `json:"failover"`
+	// Outage is the client's time without the VIP: the sum of the outage windows that began
+	// after the fault and before the revert, or the timeout without failover.
+	Outage time.Duration `json:"outage"`
+	// Detected is when another node first held the VIP, after the fault.
+	Detected time.Duration `json:"detected,omitempty"`
+	// Reverted is when the fault was undone, after the fault.
+	Reverted time.Duration `json:"reverted"`
+	// TwoHolders is the time with two or more nodes holding the VIP (confirmed by the
+	// sampler), from the fault until the VIP was on one node again after the revert.
+	TwoHolders time.Duration `json:"twoHolders"`
+	// ARPConflicts counts VIP claims by one MAC after a claim by another that followed
+	// its own earlier claim (within 5s), from the fault on.
+	ARPConflicts int `json:"arpConflicts"`
+	// ARPClaimers are the nodes that sent ARP for the VIP from the fault on.
+	ARPClaimers []string `json:"arpClaimers,omitempty"`
+	// Windows are all outage windows from just before the fault until the end of the run.
+	Windows []Window `json:"windows"`
+	// Restarts counts daemons that had exited and were restarted after the revert.
+	Restarts int `json:"restarts,omitempty"`
+}
+
+// Runner runs scenarios on a harness.
+type Runner struct {
+	h    *netns.Harness
+	opts Options
+}
+
+// New returns a runner on h.
+func New(h *netns.Harness, opts Options) *Runner {
+	return &Runner{h: h, opts: opts.withDefaults()}
+}
+
+// dialVIP opens and closes one TCP connection from the client to VIP:6443.
+func (r *Runner) dialVIP(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	conn, err := r.h.Client().DialContext(ctx, "tcp", net.JoinHostPort(r.h.VIP().String(), "6443"))
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// WaitStable waits until every daemon runs, the last (re)start is the system's settle
+// time ago, exactly one node has held the VIP for StableFor, and the client reaches it.
+// It returns the holder's index.
+func (r *Runner) WaitStable(ctx context.Context, d *Deployment, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var holder *netns.Node
+	var since time.Time
+	var last string
+	for {
+		if _, err := d.EnsureRunning(ctx); err != nil {
+			return -1, err
+		}
+		holders, err := r.h.Holders()
+		if err != nil {
+			return -1, err
+		}
+		now := time.Now()
+		switch {
+		case len(holders) != 1:
+			holder, last = nil, fmt.Sprintf("holders %v", netns.Names(holders))
+		case holders[0] != holder:
+			holder, since = holders[0], now
+		case now.Sub(since) >= r.opts.StableFor && now.Sub(d.LastStart()) >= d.sys.Settle():
+			if err := r.dialVIP(ctx); err != nil {
+				last = "client cannot reach the VIP: " + err.Error()
+				break
+			}
+			return d.nodeIndex(holder), nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%s: no stable VIP holder within %v (%s)", d.sys.Name(), timeout, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Run runs scenario sc once: it waits for a stable holder, injects the fault there, waits
+// for the VIP on another node and the client reaching it (or the scenario timeout), holds
+// the fault a moment, reverts it and waits for a stable holder again.
+func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult, error) {
+	leader, err := r.WaitStable(ctx, d, 90*time.Second)
+	if err != nil {
+		return RunResult{}, err
+	}
+	timeout := d.sys.ScenarioTimeout()
+	res := RunResult{Leader: d.nodes[leader].Name()}
+
+	sampler := r.h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	capture, err := r.h.StartARPCapture(ctx)
+	if err != nil {
+		sampler.Stop()
+		return res, err
+	}
+	prober, err := r.h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: timeout + 3*time.Minute})
+	if err != nil {
+		sampler.Stop()
+		_, _ = capture.Stop()
+		return res, err
+	}
+	stopObservers := func() (netns.ProbeResult, netns.SamplerReport, []netns.ARPClaim, error) {
+		pr := prober.Stop()
+		sr := sampler.Stop()
+		claims, cerr := capture.Stop()
+		return pr, sr, claims, cerr
+	}
+
+	time.Sleep(200 * time.Millisecond) // a baseline before the fault
+	faultAt := time.Now()
+	if err := sc.Fault(ctx, d, leader); err != nil {
+		_, _, _, _ = stopObservers()
+		return res, fmt.Errorf("fault %s on %s: %w", sc.Name, res.Leader, err)
+	}
+	res.Failover = r.waitFailover(ctx, d, leader, faultAt.Add(timeout), &res)
+	if res.Failover {
+		time.Sleep(r.opts.Hold)
+	}
+	revertAt := time.Now()
+	res.Reverted = revertAt.Sub(faultAt)
+	revertErr := sc.Revert(ctx, d, leader)
+	if revertErr == nil {
+		res.Restarts, revertErr = d.EnsureRunning(ctx)
+	}
+	// Keep observing until the VIP is on one node again, so that the two-holder time
+	// includes how long the old holder keeps the VIP after the revert.
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, _ = r.h.WaitSingleHolder(waitCtx, nil)
+	cancel()
+	pr, sr, claims, captureErr := stopObservers()
+	if err := errors.Join(revertErr, captureErr); err != nil {
+		return res, fmt.Errorf("%s on %s: %w", sc.Name, res.Leader, err)
+	}
+	if sr.Errors > 0 {
+		return res, fmt.Errorf("holder sampler: %d failed sweeps, first: %s", sr.Errors, sr.FirstError)
+	}
+
+	res.Windows, res.Outage = outage(pr, faultAt, revertAt)
+	if !res.Failover {
+		res.Outage = timeout
+	}
+	res.TwoHolders = twoHolderTime(sr, faultAt)
+	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt)
+	return res, nil
+}
+
+// waitFailover polls until a node other than the leader holds the VIP and the client
+// reaches the VIP, or until deadline. It fills res.NewHolder and res.Detected.
+func (r *Runner) waitFailover(ctx context.Context, d *Deployment, leader int, deadline time.Time, res *RunResult) bool {
+	faultAt := deadline.Add(-d.sys.ScenarioTimeout())
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if res.NewHolder == "" {
+			holders, err := r.h.Holders()
+			if err == nil {
+				for _, n := range holders {
+					if n != d.nodes[leader] {
+						res.NewHolder, res.Detected = n.Name(), time.Since(faultAt)
+					}
+				}
+			}
+		}
+		if res.NewHolder != "" && r.dialVIP(ctx) == nil {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// outage returns the windows from 100ms before the fault on, relative to the fault, and
+// the summed length of the windows that began after the fault and before the revert.
+func outage(pr netns.ProbeResult, faultAt, revertAt time.Time) ([]Window, time.Duration) {
+	var ws []Window
+	var sum time.Duration
+	for _, o := range pr.Outages {
+		end := o.End
+		if o.Open() {
+			end = pr.End
+		}
+		if end.Before(faultAt.Add(-100 * time.Millisecond)) {
+			continue
+		}
+		ws = append(ws, Window{Start: o.Start.Sub(faultAt), End: end.Sub(faultAt), Open: o.Open()})
+		if end.After(faultAt) && o.Start.Before(revertAt) {
+			start := o.Start
+			if start.Before(faultAt) {
+				start = faultAt
+			}
+			sum += end.Sub(start)
+		}
+	}
+	return ws, sum
+}
+
+// twoHolderTime sums the spans, from the fault on, in which the sampler saw two or more
+// holders and confirmed it at least once.
+func twoHolderTime(sr netns.SamplerReport, faultAt time.Time) time.Duration {
+	var total time.Duration
+	for i, c := range sr.Changes {
+		if len(c.Holders) < 2 {
+			continue
+		}
+		end := sr.End
+		if i+1 < len(sr.Changes) {
+			end = sr.Changes[i+1].At
+		}
+		start := c.At
+		if start.Before(faultAt) {
+			start = faultAt
+		}
+		if !end.After(start) {
+			continue
+		}
+		for _, o := range sr.Overlaps {
+			if !o.At.Before(c.At) && o.At.Before(end) {
+				total += end.Sub(start)
+				break
+			}
+		}
+	}
+	return total
+}
+
+func arpFacts(claims []netns.ARPClaim, faultAt time.Time) (int, []string) {
+	var after []netns.ARPClaim
+	seen := map[string]bool{}
+	var claimers []string
+	for _, c := range claims {
+		if c.At.Before(faultAt) {
+			continue
+		}
+		after = append(after, c)
+		name := c.Node
+		if name == "" {
+			name = c.MAC.String()
+		}
+		if !seen[name] {
+			seen[name] = true
+			claimers = append(claimers, name)
+		}
+	}
+	return len(netns.ARPConflicts(after, 5*time.Second)), claimers
+}

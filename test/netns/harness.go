@@ -1,0 +1,359 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+)
+
+// Options configure a harness. The zero value of each field picks its default.
+type Options struct {
+	// Prefix starts every namespace name; default "kvt-". Runs with the same prefix sweep
+	// each other's leftovers once the owning process is gone.
+	Prefix string
+	// Nodes is the number of node namespaces; default 3.
+	Nodes int
+	// Subnet is the LAN; default 198.18.0.0/24. It must be an IPv4 /24 or larger.
+	Subnet netip.Prefix
+	// VIP is the virtual IP tests move around; default host .100 of Subnet. It goes into
+	// the serving certificate and is the sampler's and the capture's subject.
+	VIP netip.Addr
+	// ControlPlane starts etcd and kube-apiserver on every node.
+	ControlPlane bool
+	// BinDir holds kube-apiserver and etcd; default: the output of
+	// hack/build-kube-binaries.sh (found by walking up to go.mod).
+	BinDir string
+	// Dir holds logs, certificates and etcd data; default a new temporary directory.
+	Dir string
+	// Log receives progress messages; default discards.
+	Log logr.Logger
+}
+
+// Harness is one LAN of namespaces. Its methods are safe for concurrent use.
+type Harness struct {
+	opts   Options
+	id     string
+	dir    string
+	log    logr.Logger
+	bridge *namespace
+	nodes  []*Node
+	client *Client
+
+	pki *pki
+
+	mu        sync.Mutex
+	processes []*Process
+	created   []string // namespace names, for Close
+	closed    atomic.Bool
+}
+
+var instance atomic.Int32
+
+// NewForTest builds a harness, fails the test if it cannot, and closes it in t.Cleanup.
+// The directory with the logs is kept (and named in the test log) when the test failed.
+func NewForTest(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	if opts.Log.GetSink() == nil {
+		opts.Log = testr.NewWithInterface(t, testr.Options{LogTimestamp: true})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := New(ctx, opts)
+	if h != nil {
+		t.Cleanup(func() {
+			keep := t.Failed()
+			if err := h.close(keep); err != nil {
+				t.Errorf("closing harness: %v", err)
+			}
+			if keep {
+				t.Logf("harness logs kept in %s", h.dir)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("netns harness: %v", err)
+	}
+	return h
+}
+
+// New builds the LAN (and the control plane if asked). On error it returns the partly
+// built harness too, so that the caller may close it and read its logs; it is nil only if
+// nothing was created.
+func New(ctx context.Context, opts Options) (*Harness, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the netns harness needs root")
+	}
+	sweepStale(ctx, opts.Prefix, opts.Log)
+
+	id := fmt.Sprintf("%s%d-%d", opts.Prefix, os.Getpid(), instance.Add(1))
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", id+"-")
+		if err != nil {
+			return nil, fmt.Errorf("harness directory: %w", err)
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("harness directory: %w", err)
+	}
+	h := &Harness{opts: opts, id: id, dir: dir, log: opts.Log.WithValues("harness", id)}
+	start := time.Now()
+	if err := h.buildLAN(ctx); err != nil {
+		return h, errors.Join(err, h.close(true))
+	}
+	h.log.Info("LAN ready", "nodes", len(h.nodes), "subnet", opts.Subnet, "vip", opts.VIP, "dir", dir, "took", time.Since(start).Round(time.Millisecond))
+	if opts.ControlPlane {
+		if err := h.startControlPlane(ctx); err != nil {
+			return h, fmt.Errorf("control plane (logs in %s): %w", dir, err)
+		}
+		h.log.Info("control plane ready", "took", time.Since(start).Round(time.Millisecond))
+	}
+	return h, nil
+}
+
+func (o *Options) defaults() error {
+	if o.Prefix == "" {
+		o.Prefix = "kvt-"
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Nodes < 1 || o.Nodes > 80 {
+		return fmt.Errorf("nodes must be 1..80, got %d", o.Nodes)
+	}
+	if !o.Subnet.IsValid() {
+		o.Subnet = netip.MustParsePrefix("198.18.0.0/24")
+	}
+	if !o.Subnet.Addr().Is4() || o.Subnet.Bits() > 24 {
+		return fmt.Errorf("subnet must be IPv4 /24 or larger, got %s", o.Subnet)
+	}
+	o.Subnet = o.Subnet.Masked()
+	if !o.VIP.IsValid() {
+		o.VIP = hostAddr(o.Subnet, 100)
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
+	return nil
+}
+
+// hostAddr is the address with last octet n in subnet.
+func hostAddr(subnet netip.Prefix, n byte) netip.Addr {
+	a := subnet.Addr().As4()
+	a[3] = n
+	return netip.AddrFrom4(a)
+}
+
+// macFor is the fixed MAC for an IPv4 address: 02:00 followed by the address.
+func macFor(a netip.Addr) net.HardwareAddr {
+	b := a.As4()
+	return net.HardwareAddr{0x02, 0x00, b[0], b[1], b[2], b[3]}
+}
+
+// ID is the unique name stem of this harness (prefix, PID, instance number).
+func (h *Harness) ID() string { return h.id }
+
+// Dir holds logs, certificates and data of this harness.
+func (h *Harness) Dir() string { return h.dir }
+
+// VIP is the virtual IP of this harness.
+func (h *Harness) VIP() netip.Addr { return h.opts.VIP }
+
+// VIPPrefix is the VIP as a host prefix (/32 or /128).
+func (h *Harness) VIPPrefix() netip.Prefix {
+	return netip.PrefixFrom(h.opts.VIP, h.opts.VIP.BitLen())
+}
+
+// Subnet is the LAN's prefix.
+func (h *Harness) Subnet() netip.Prefix { return h.opts.Subnet }
+
+// Nodes are the node namespaces, in order node1..nodeN.
+func (h *Harness) Nodes() []*Node { return h.nodes }
+
+// Node returns the node with the given name ("node2"), or nil.
+func (h *Harness) Node(name string) *Node {
+	for _, n := range h.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NodeByMAC returns the node whose eth0 has mac, or nil.
+func (h *Harness) NodeByMAC(mac net.HardwareAddr) *Node {
+	for _, n := range h.nodes {
+		if n.mac.String() == mac.String() {
+			return n
+		}
+	}
+	return nil
+}
+
+// Client is the client namespace.
+func (h *Harness) Client() *Client { return h.client }
+
+// Holders returns the nodes that have the VIP on any interface right now.
+func (h *Harness) Holders() ([]*Node, error) {
+	var out []*Node
+	for _, n := range h.nodes {
+		ok, err := n.HasAddress(h.opts.VIP)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// WaitSingleHolder polls until exactly one node holds the VIP and, if not nil, accept
+// returns true for it. It returns that node.
+func (h *Harness) WaitSingleHolder(ctx context.Context, accept func(*Node) bool) (*Node, error) {
+	var last []*Node
+	for {
+		holders, err := h.Holders()
+		if err != nil {
+			return nil, err
+		}
+		last = holders
+		if len(holders) == 1 && (accept == nil || accept(holders[0])) {
+			return holders[0], nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a single VIP holder (now %v): %w", Names(last), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Names lists the names of nodes.
+func Names(nodes []*Node) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.name)
+	}
+	return out
+}
+
+func (h *Harness) track(p *Process) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.processes = append(h.processes, p)
+}
+
+// Close stops every process the harness started, kills whatever else still runs in its
+// namespaces, and removes the namespaces (and with them the veths and the bridge). The
+// directory is removed too. Close is idempotent.
+func (h *Harness) Close() error { return h.close(false) }
+
+func (h *Harness) close(keepDir bool) error {
+	if h.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	h.mu.Lock()
+	procs := append([]*Process(nil), h.processes...)
+	created := append([]string(nil), h.created...)
+	h.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Stop(3 * time.Second)
+		}()
+	}
+	wg.Wait()
+
+	for _, n := range h.nodes {
+		n.ns.close()
+	}
+	if h.client != nil {
+		h.client.ns.close()
+	}
+	h.bridge.close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range created {
+		if err := removeNamespace(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !keepDir && h.opts.Dir == "" {
+		if err := os.RemoveAll(h.dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", h.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeNamespace kills whatever runs in the namespace and deletes it.
+func removeNamespace(ctx context.Context, name string) error {
+	if out, err := ip(ctx, "netns", "pids", name); err == nil {
+		for _, f := range strings.Fields(out) {
+			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	if _, err := ip(ctx, "netns", "delete", name); err != nil {
+		if _, statErr := os.Stat("/run/netns/" + name); os.IsNotExist(statErr) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// sweepStale removes namespaces "<prefix><pid>-..." whose owning process is gone.
+func sweepStale(ctx context.Context, prefix string, log logr.Logger) {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		log.Info("removing stale namespace", "name", name)
+		if err := removeNamespace(ctx, name); err != nil {
+			log.Error(err, "removing stale namespace", "name", name)
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

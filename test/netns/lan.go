@@ -1,0 +1,96 @@
+package netns
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+)
+
+// endpoint is a namespace attached to the bridge (a node or the client).
+type endpoint struct {
+	name   string // short name: node1, client
+	nsName string
+	addr   netip.Addr
+}
+
+func (h *Harness) buildLAN(ctx context.Context) error {
+	bits := h.opts.Subnet.Bits()
+	eps := make([]endpoint, 0, h.opts.Nodes+1)
+	for i := range h.opts.Nodes {
+		name := fmt.Sprintf("node%d", i+1)
+		eps = append(eps, endpoint{name: name, nsName: h.id + "-" + name, addr: hostAddr(h.opts.Subnet, byte(11+i))})
+	}
+	eps = append(eps, endpoint{name: "client", nsName: h.id + "-client", addr: hostAddr(h.opts.Subnet, 5)})
+	brNS := h.id + "-br"
+
+	// Namespaces first, recorded before anything else can fail, so Close removes them.
+	var add strings.Builder
+	all := []string{brNS}
+	for _, ep := range eps {
+		all = append(all, ep.nsName)
+	}
+	for _, n := range all {
+		fmt.Fprintf(&add, "netns add %s\n", n)
+	}
+	h.mu.Lock()
+	h.created = all
+	h.mu.Unlock()
+	if err := ipBatch(ctx, "", add.String()); err != nil {
+		return err
+	}
+
+	// The bridge and one veth pair per endpoint, the inner end moved into the endpoint.
+	var br strings.Builder
+	br.WriteString("link set lo up\n")
+	br.WriteString("link add br0 type bridge forward_delay 0 stp_state 0\n")
+	br.WriteString("link set br0 up\n")
+	for _, ep := range eps {
+		port := "p-" + ep.name
+		fmt.Fprintf(&br, "link add %s type veth peer name eth0 address %s netns %s\n", port, macFor(ep.addr), ep.nsName)
+		fmt.Fprintf(&br, "link set %s master br0\n", port)
+		fmt.Fprintf(&br, "link set %s up\n", port)
+	}
+	if err := ipBatch(ctx, brNS, br.String()); err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		cmds := fmt.Sprintf("link set lo up\naddr add %s/%d dev eth0\nlink set eth0 up\n", ep.addr, bits)
+		if err := ipBatch(ctx, ep.nsName, cmds); err != nil {
+			return err
+		}
+	}
+
+	var err error
+	if h.bridge, err = openNamespace(brNS); err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		ns, err := openNamespace(ep.nsName)
+		if err != nil {
+			return err
+		}
+		if ep.name == "client" {
+			h.client = &Client{h: h, ns: ns, addr: ep.addr, mac: macFor(ep.addr)}
+			continue
+		}
+		h.nodes = append(h.nodes, &Node{h: h, name: ep.name, ns: ns, addr: ep.addr, mac: macFor(ep.addr)})
+	}
+	return nil
+}
+
+// ipBatch runs `ip [-n ns] -batch -` with cmds on stdin.
+func ipBatch(ctx context.Context, ns, cmds string) error {
+	args := []string{"-batch", "-"}
+	if ns != "" {
+		args = append([]string{"-n", ns}, args...)
+	}
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	cmd.Stdin = strings.NewReader(cmds)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s\ncommands:\n%s", strings.Join(args, " "), err, strings.TrimSpace(string(out)), cmds)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package netns
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// SamplerOptions configure a holder sampler.
+type SamplerOptions struct {
+	// Interval between two sweeps over all nodes; default 5ms.
+	Interval time.Duration
+}
+
+// HolderChange is a moment when the set of nodes holding the VIP changed.
+type HolderChange struct {
+	At      time.Time
+	Holders []string
+}
+
+// Overlap is a moment when two or more nodes held the VIP at the same time.
+type Overlap struct {
+	At      time.Time
+	Holders []string
+}
+
+// SamplerReport is what a holder sampler saw.
+type SamplerReport struct {
+	Start, End time.Time
+	// Sweeps is the number of sweeps over all nodes.
+	Sweeps int
+	// Changes lists every change of the holder set, the first entry being the set at start.
+	Changes []HolderChange
+	// Overlaps lists the confirmed instants with more than one holder.
+	Overlaps []Overlap
+	// Errors counts failed sweeps; FirstError is the first of them.
+	Errors     int
+	FirstError string
+}
+
+// MaxHolders is the largest holder set seen.
+func (r SamplerReport) MaxHolders() int {
+	m := 0
+	for _, c := range r.Changes {
+		m = max(m, len(c.Holders))
+	}
+	return m
+}
+
+// HolderSampler polls every node's addresses for the VIP in the background.
+type HolderSampler struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	report SamplerReport
+}
+
+// StartHolderSampler starts sampling who holds the VIP until Stop (or ctx ends). One sweep
+// reads the nodes one after another over netlink. A sweep that finds two holders re-reads
+// all but the last one found: a node that still holds the VIP then held it before and after
+// the other one was seen holding it, and only such confirmed instants count as overlaps.
+func (h *Harness) StartHolderSampler(ctx context.Context, opts SamplerOptions) *HolderSampler {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &HolderSampler{cancel: cancel, done: make(chan struct{})}
+	go s.run(ctx, h, opts)
+	return s
+}
+
+func (s *HolderSampler) run(ctx context.Context, h *Harness, opts SamplerOptions) {
+	defer close(s.done)
+	r := &s.report
+	r.Start = time.Now()
+	var prev []string
+	first := true
+	tick := time.NewTicker(opts.Interval)
+	defer tick.Stop()
+	for {
+		at := time.Now()
+		holders, err := h.Holders()
+		if err != nil {
+			r.Errors++
+			if r.FirstError == "" {
+				r.FirstError = err.Error()
+			}
+		} else {
+			r.Sweeps++
+			names := Names(holders)
+			if first || !slices.Equal(names, prev) {
+				r.Changes = append(r.Changes, HolderChange{At: at, Holders: names})
+				prev, first = names, false
+			}
+			if len(holders) > 1 {
+				if confirmed := confirmOverlap(h, holders); len(confirmed) > 1 {
+					r.Overlaps = append(r.Overlaps, Overlap{At: at, Holders: confirmed})
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			r.End = time.Now()
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// confirmOverlap re-reads every holder but the last one of a sweep and returns those still
+// holding plus the last one.
+func confirmOverlap(h *Harness, holders []*Node) []string {
+	last := holders[len(holders)-1]
+	var out []string
+	for _, n := range holders[:len(holders)-1] {
+		if ok, err := n.HasAddress(h.opts.VIP); err == nil && ok {
+			out = append(out, n.name)
+		}
+	}
+	return append(out, last.name)
+}
+
+// Stop stops sampling and returns the report.
+func (s *HolderSampler) Stop() SamplerReport {
+	s.cancel()
+	<-s.done
+	return s.report
+}
