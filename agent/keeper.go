@@ -47,6 +47,7 @@ type keeper struct {
 
 	mu         sync.Mutex
 	leading    bool      // the election's view
+	present    bool      // the VIP was put on the NIC in this term and not removed since
 	validUntil time.Time // end of the current term unless renewed; zero when following
 	burstFrom  time.Time // start of the current announcement burst
 	nextBurst  int       // index into burstOffsets of the next burst packet
@@ -139,7 +140,11 @@ func (k *keeper) reconcile(ctx context.Context) {
 		return
 	}
 	if now.Add(k.lifetime + lifetimeSlack).After(k.validUntil) {
-		// A refresh now would outlive the term; let the last refresh run out instead.
+		// A refresh now would outlive the term; the last refresh runs out by itself unless
+		// a renewal extends the term first. Announcements continue meanwhile.
+		if k.present {
+			k.announceLocked(ctx, now)
+		}
 		return
 	}
 	added, err := k.addr.Ensure()
@@ -153,6 +158,7 @@ func (k *keeper) reconcile(ctx context.Context) {
 		k.dropLocked("the term ended while the VIP was being added")
 		return
 	}
+	k.present = true
 	k.metrics.vipPresent.Set(1)
 	if added {
 		k.log.Info("VIP added", "validUntil", k.validUntil.Format(time.RFC3339Nano))
@@ -194,6 +200,7 @@ func (k *keeper) drop(reason string) {
 
 func (k *keeper) dropLocked(reason string) {
 	k.validUntil = time.Time{}
+	k.present = false
 	removed, err := k.addr.Remove()
 	if err != nil {
 		k.log.Error(err, "Removing the VIP failed", "reason", reason)

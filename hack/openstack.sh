@@ -88,26 +88,10 @@ token() { # token USER PASSWORD PROJECT -> project-scoped token
 
 # ------------------------------------------------------------------ packages
 install_packages() {
-  local missing="" p t guard=""
-  for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-  done
-  [ -n "$missing" ] || return 0
-  [ "$(id -u)" = 0 ] || die "missing packages:$missing (run as root, or apt-get install them)"
+  local t
   t=$(now)
-  log "installing:$missing"
-  # Library packages only (no init scripts); the policy-rc.d guard makes sure that no
-  # maintainer script starts a daemon anyway.
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    guard=1
-  fi
-  mkdir -p "$DIR"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing; } >"$DIR/apt.log" 2>&1 ||
-    { [ -z "$guard" ] || rm -f /usr/sbin/policy-rc.d; tail -30 "$DIR/apt.log"; die "apt-get failed"; }
-  [ -z "$guard" ] || rm -f /usr/sbin/policy-rc.d
-  log "packages installed in $(since "$t")s"
+  "$ROOT/hack/install-deps.sh" $PKGS
+  log "packages checked in $(since "$t")s"
 }
 
 # ------------------------------------------------------------------ keystone
@@ -174,7 +158,7 @@ start_keystone() {
   stop_one keystone
   port_free "$KEYSTONE_PORT"
   t=$(now)
-  setsid uwsgi --ini "$ETC/keystone-uwsgi.ini" >"$RUN/keystone-uwsgi.log" 2>&1 </dev/null &
+  setsid uwsgi --ini "$ETC/keystone-uwsgi.ini" >"$RUN/keystone-uwsgi.log" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/keystone.pid"
   wait_http "$KEYSTONE_URL/v3" 60 || { tail -20 "$RUN/keystone-uwsgi.log"; die "keystone did not start"; }
   log "keystone answers after $(since "$t")s (pid $(cat "$RUN/keystone.pid"))"
@@ -383,7 +367,7 @@ start_neutron() {
   port_free "$NEUTRON_PORT"
   t=$(now)
   setsid "$BIN/neutron-server" --config-file "$ETC/neutron.conf" --config-file "$ETC/ml2_conf.ini" \
-    >"$RUN/neutron-server.stdout" 2>&1 </dev/null &
+    >"$RUN/neutron-server.stdout" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/neutron-server.pid"
   wait_http "$NEUTRON_URL/v2.0/networks" 90 -H "X-Auth-Token: $tok" ||
     { tail -30 "$RUN/neutron-server.log" "$RUN/neutron-server.stdout"; die "neutron did not start"; }
@@ -527,7 +511,8 @@ status() {
   return $rc
 }
 
-# Serialise concurrent invocations (several tests or engineers may call `up` at once).
+# Serialise concurrent invocations (several tests or engineers may call `up` at once). The
+# servers are started with fd 9 closed, so that they do not hold the lock.
 mkdir -p "$DIR"
 exec 9>"$DIR/.lock"
 flock -w 300 9 || die "another hack/openstack.sh holds $DIR/.lock"

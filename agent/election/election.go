@@ -187,7 +187,9 @@ func (e *Elector) sync(ctx context.Context) error {
 		} else if lease, err = e.create(ctx); err == nil {
 			e.observe(lease)
 			return nil
-		} else if !apierrors.IsAlreadyExists(err) {
+		} else if apierrors.IsAlreadyExists(err) {
+			continue // another candidate created it a moment ago; read it
+		} else {
 			e.log.Error(err, "Creating the Lease failed, retrying")
 		}
 		select {

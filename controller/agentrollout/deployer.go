@@ -19,13 +19,22 @@ import (
 // Deployer writes, reads and removes the agent's objects in the shoot.
 type Deployer struct {
 	client client.Client
+	reader client.Reader
 }
 
-// New returns a Deployer that works through c. c must be able to apply, get, list and
-// delete the objects of this package in the target namespace (see docs/design.md,
-// "Agent rollout").
+// New returns a Deployer that writes and reads through c. c must be able to apply, get,
+// list and delete the objects of this package in the target namespace (see
+// docs/design.md, "Agent rollout").
 func New(c client.Client) *Deployer {
-	return &Deployer{client: c}
+	return &Deployer{client: c, reader: c}
+}
+
+// WithReader makes the Deployer read (DaemonSet, Lease, agent pods) through r, e.g. a
+// manager's API reader, so that a cached c does not start cluster-wide informers for
+// these kinds. It returns d.
+func (d *Deployer) WithReader(r client.Reader) *Deployer {
+	d.reader = r
+	return d
 }
 
 // Deploy creates or updates the ServiceAccount, Role, RoleBinding and DaemonSet with
@@ -63,14 +72,14 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	if err := d.client.Delete(ctx, ds, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("deleting DaemonSet %s/%s: %w", namespace, Name, err)
 	}
-	if err := d.client.Get(ctx, client.ObjectKeyFromObject(ds), ds); err == nil {
+	if err := d.reader.Get(ctx, client.ObjectKeyFromObject(ds), ds); err == nil {
 		return false, nil
 	} else if !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, Name, err)
 	}
 
 	pods := &corev1.PodList{}
-	if err := d.client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(selectorLabels())); err != nil {
+	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(selectorLabels())); err != nil {
 		return false, fmt.Errorf("listing agent pods in %s: %w", namespace, err)
 	}
 	if len(pods.Items) > 0 {
@@ -97,7 +106,7 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	status := &v1alpha1.AgentStatus{}
 
 	ds := &appsv1.DaemonSet{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name}, ds); err == nil {
+	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name}, ds); err == nil {
 		status.DesiredPods = ds.Status.DesiredNumberScheduled
 		status.ReadyPods = ds.Status.NumberReady
 	} else if !apierrors.IsNotFound(err) {
@@ -105,7 +114,7 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	}
 
 	lease := &coordinationv1.Lease{}
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName}, lease); err == nil {
+	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName}, lease); err == nil {
 		if lease.Spec.HolderIdentity != nil {
 			status.LeaseHolder = *lease.Spec.HolderIdentity
 		}

@@ -3,7 +3,6 @@ package agentrollout
 import (
 	"strconv"
 
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 )
 
 // Labels are the labels of every object of the agent, and of its pods.
@@ -36,9 +37,8 @@ func serviceAccount(namespace string) *corev1ac.ServiceAccountApplyConfiguration
 }
 
 // role allows the agent its Lease and nothing else. create cannot be narrowed by name
-// (the name is not known to the authorizer before the object exists). list is granted
-// by name as well, so that a list+watch with fieldSelector metadata.name=<lease> (an
-// informer) is authorized like a plain get+watch.
+// (the authorizer sees no name on a create). A watch is allowed by name only when it
+// carries fieldSelector metadata.name=<lease>, which is how the agent watches.
 func role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(Name, namespace).
 		WithLabels(Labels()).
@@ -47,7 +47,7 @@ func role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 				WithAPIGroups(coordinationv1.GroupName).
 				WithResources("leases").
 				WithResourceNames(LeaseName).
-				WithVerbs("get", "list", "watch", "update"),
+				WithVerbs("get", "watch", "update"),
 			rbacv1ac.PolicyRule().
 				WithAPIGroups(coordinationv1.GroupName).
 				WithResources("leases").
@@ -126,6 +126,7 @@ func container(spec Spec) *corev1ac.ContainerApplyConfiguration {
 		WithPorts(corev1ac.ContainerPort().
 			WithName("metrics").
 			WithContainerPort(MetricsPort).
+			WithHostPort(MetricsPort).
 			WithProtocol(corev1.ProtocolTCP)).
 		WithLivenessProbe(probe("/healthz")).
 		WithReadinessProbe(probe("/readyz")).

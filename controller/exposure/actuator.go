@@ -257,16 +257,19 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	status.PortID = port.ID
 	status.VIPAddress = openstack.PortAddress(port, cfg.SubnetID)
 
-	if err := a.ensureFloatingIP(ctx, log, network, cfg, port, created, status); err != nil {
-		return status, err
-	}
-
-	nodePorts, err := a.ensureNodePairs(ctx, log, network, cfg.NetworkID, status.VIPAddress, in.nodes)
+	// The floating IP and the node pairs are independent of each other: do them at once.
+	var (
+		wg        sync.WaitGroup
+		fipErr    error
+		nodePorts []v1alpha1.NodePort
+		pairsErr  error
+		vip       = status.VIPAddress
+	)
+	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, cfg, port, created, status) })
+	wg.Go(func() { nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, cfg.NetworkID, vip, in.nodes) })
+	wg.Wait()
 	status.NodePorts = nodePorts
-	if err != nil {
-		return status, err
-	}
-	return status, nil
+	return status, errors.Join(fipErr, pairsErr)
 }
 
 func hasAllTags(have, want []string) bool {
@@ -406,24 +409,29 @@ func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network
 	var (
 		nodePorts []v1alpha1.NodePort
 		missing   []string
-		errs      []error
+		errs      = make([]error, len(nodes))
+		wg        sync.WaitGroup
 	)
-	for _, n := range nodes {
+	for i, n := range nodes {
 		port := byIP[n.IP]
 		if port == nil {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
 			continue
 		}
-		updated, err := network.EnsurePair(ctx, port, vip)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if updated {
-			log.Info("Added the VIP to the allowed address pairs of a node port", "node", n.Name, "port", port.ID)
-		}
 		nodePorts = append(nodePorts, v1alpha1.NodePort{NodeName: n.Name, PortID: port.ID})
+		// Each port is updated on its own; the updates of different ports do not conflict.
+		wg.Go(func() {
+			updated, err := network.EnsurePair(ctx, port, vip)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if updated {
+				log.Info("Added the VIP to the allowed address pairs of a node port", "node", n.Name, "port", port.ID)
+			}
+		})
 	}
+	wg.Wait()
 	if len(missing) > 0 {
 		errs = append(errs, fmt.Errorf("%w: no port in network %s for %v yet; will retry", errNodePortMissing, networkID, missing))
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -30,9 +31,7 @@ var decoder runtime.Decoder
 
 func init() {
 	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(fmt.Sprintf("registering the provider config API: %v", err))
-	}
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	decoder = serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDecoder()
 }
 
@@ -209,9 +208,9 @@ func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.Err
 	}
 	internalOnly := cfg.InternalOnly != nil && *cfg.InternalOnly
 	if internalOnly {
-		for name, v := range map[string]*string{"floatingIP": cfg.FloatingIP, "floatingPoolName": cfg.FloatingPoolName, "floatingNetworkID": cfg.FloatingNetworkID} {
-			if v != nil {
-				errs = append(errs, field.Forbidden(fldPath.Child(name), "must not be set with internalOnly"))
+		for _, f := range []namedField{{"floatingIP", cfg.FloatingIP}, {"floatingPoolName", cfg.FloatingPoolName}, {"floatingNetworkID", cfg.FloatingNetworkID}} {
+			if f.value != nil {
+				errs = append(errs, field.Forbidden(fldPath.Child(f.name), "must not be set with internalOnly"))
 			}
 		}
 	}
@@ -225,9 +224,9 @@ func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.Err
 			errs = append(errs, field.Invalid(fldPath.Child("vipAddress"), *cfg.VIPAddress, "must be an IP address"))
 		}
 	}
-	for name, v := range map[string]*string{"networkID": cfg.NetworkID, "subnetID": cfg.SubnetID, "floatingNetworkID": cfg.FloatingNetworkID, "floatingPoolName": cfg.FloatingPoolName} {
-		if v != nil && *v == "" {
-			errs = append(errs, field.Invalid(fldPath.Child(name), "", "must not be empty when set"))
+	for _, f := range []namedField{{"networkID", cfg.NetworkID}, {"subnetID", cfg.SubnetID}, {"floatingNetworkID", cfg.FloatingNetworkID}, {"floatingPoolName", cfg.FloatingPoolName}} {
+		if f.value != nil && *f.value == "" {
+			errs = append(errs, field.Invalid(fldPath.Child(f.name), "", "must not be empty when set"))
 		}
 	}
 	errs = append(errs, validateAgent(cfg.Agent, fldPath.Child("agent"))...)
@@ -312,6 +311,11 @@ func ValidateResolved(c *Config, subnet SubnetFacts, fldPath *field.Path) field.
 		}
 	}
 	return errs
+}
+
+type namedField struct {
+	name  string
+	value *string
 }
 
 func deref(s *string) string {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -233,4 +232,3 @@ func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, e
 	slices.SortFunc(nodes, func(x, y controlPlaneNode) int { return strings.Compare(x.Name, y.Name) })
 	return nodes, nil
 }
-

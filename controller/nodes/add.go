@@ -7,14 +7,18 @@ package nodes
 import (
 	"context"
 	"errors"
+	"time"
 
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 )
 
 const (
@@ -30,9 +34,17 @@ type PairSyncer interface {
 	SyncNodePairs(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure) error
 }
 
+// DefaultRateLimiter retries a failed sync after 200ms, doubling up to 2 minutes. Nothing
+// watches Neutron, so a port that appears after its Node is only found by a retry; the
+// cap bounds that wait (controller-runtime's default would grow to over 16 minutes).
+func DefaultRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](200*time.Millisecond, 2*time.Minute)
+}
+
 // AddOptions configure the node tracking controller.
 type AddOptions struct {
-	// Controller are the controller-runtime options (workers, rate limiter, ...).
+	// Controller are the controller-runtime options. Without a RateLimiter,
+	// DefaultRateLimiter is used.
 	Controller controller.Options
 	// Type is the SelfHostedShootExposure type this extension serves. Default: DefaultType.
 	Type string
@@ -49,6 +61,9 @@ func AddToManager(_ context.Context, mgr manager.Manager, opts AddOptions) error
 	}
 	if opts.Type == "" {
 		opts.Type = DefaultType
+	}
+	if opts.Controller.RateLimiter == nil {
+		opts.Controller.RateLimiter = DefaultRateLimiter()
 	}
 	r := &reconciler{
 		client:      mgr.GetClient(),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 )
 
 // ClientFactory hands out authenticated Neutron clients.
@@ -186,13 +187,41 @@ func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig
 		opts.DomainName = c.DomainName
 		opts.TenantName = c.TenantName
 	}
-	if err := openstack.Authenticate(ctx, provider, opts); err != nil {
+	// Keystone v3 directly: no version discovery request.
+	if err := openstack.AuthenticateV3(ctx, provider, &opts, gophercloud.EndpointOpts{}); err != nil {
 		return nil, Classify(err, "authenticate with Keystone")
 	}
 
-	client, err := openstack.NewNetworkV2(provider, gophercloud.EndpointOpts{Region: auth.Region})
+	client, err := networkClient(provider, auth.Region)
 	if err != nil {
 		return nil, NewConfigurationError(fmt.Errorf("no Neutron endpoint for region %q in the Keystone catalog: %w", auth.Region, err))
 	}
 	return &Network{client: client}, nil
+}
+
+// networkClient finds Neutron in the token's service catalog. Unlike
+// openstack.NewNetworkV2 it does not ask the endpoint for its versions, which saves a
+// request per authentication.
+func networkClient(provider *gophercloud.ProviderClient, region string) (*gophercloud.ServiceClient, error) {
+	result, ok := provider.GetAuthResult().(tokens.CreateResult)
+	if !ok {
+		return nil, errors.New("the authentication gave no service catalog")
+	}
+	catalog, err := result.ExtractServiceCatalog()
+	if err != nil {
+		return nil, err
+	}
+	eo := gophercloud.EndpointOpts{Region: region}
+	eo.ApplyDefaults("network")
+	url, err := openstack.V3EndpointURL(catalog, eo)
+	if err != nil {
+		return nil, err
+	}
+	url = gophercloud.NormalizeURL(url)
+	return &gophercloud.ServiceClient{
+		ProviderClient: provider,
+		Endpoint:       url,
+		ResourceBase:   url + "v2.0/",
+		Type:           "network",
+	}, nil
 }

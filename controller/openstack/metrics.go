@@ -99,6 +99,34 @@ func (m *Metrics) Snapshot() Snapshot {
 	return s
 }
 
+// Seconds returns the time spent in requests per "service operation" (e.g. "network
+// POST ports"), summed over all requests so far.
+func (m *Metrics) Seconds() map[string]float64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		m.duration.Collect(ch)
+		close(ch)
+	}()
+	seconds := map[string]float64{}
+	for metric := range ch {
+		var pb dto.Metric
+		if err := metric.Write(&pb); err != nil {
+			continue
+		}
+		var service, operation string
+		for _, l := range pb.GetLabel() {
+			switch l.GetName() {
+			case "service":
+				service = l.GetValue()
+			case "operation":
+				operation = l.GetValue()
+			}
+		}
+		seconds[service+" "+operation] += pb.GetHistogram().GetSampleSum()
+	}
+	return seconds
+}
+
 // Sub returns the calls made since the earlier snapshot.
 func (s Snapshot) Sub(earlier Snapshot) Snapshot {
 	d := Snapshot{}

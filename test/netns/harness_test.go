@@ -280,3 +280,32 @@ func TestControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFailedStart checks that a harness whose control plane cannot start reports why and
+// that Close still removes everything.
+func TestFailedStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := netns.New(ctx, netns.Options{Prefix: "kvt-", ControlPlane: true, BinDir: t.TempDir(), Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "kube binaries") {
+		t.Errorf("want an error about missing kube binaries, got %v", err)
+	}
+	if h == nil {
+		t.Fatal("New returned no harness to close")
+	}
+	names := []string{h.Client().Namespace()}
+	for _, n := range h.Nodes() {
+		names = append(names, n.Namespace())
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, name := range names {
+		if _, err := os.Stat("/run/netns/" + name); !os.IsNotExist(err) {
+			t.Errorf("namespace %s left behind: %v", name, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -33,8 +34,9 @@ type ProbeOptions struct {
 	Target netip.AddrPort
 	// Path for ProbeHTTPS; default "/readyz".
 	Path string
-	// Interval between probe starts; default 10ms. A probe that takes longer delays the
-	// next one (probes never overlap).
+	// Interval between probe starts; default 10ms. Probes start on schedule even while
+	// earlier ones are still waiting for their answer (at most Timeout/Interval at once),
+	// so the resolution of an outage is Interval, not Timeout.
 	Interval time.Duration
 	// Timeout of one probe; default 200ms.
 	Timeout time.Duration
@@ -44,7 +46,7 @@ type ProbeOptions struct {
 	Duration time.Duration
 }
 
-// Outage is a run of failed probes.
+// Outage is a run of failed probes, in the order the probes started.
 type Outage struct {
 	// Start is when the first failed probe of the run started.
 	Start time.Time
@@ -130,11 +132,19 @@ func (c *Client) StartProber(ctx context.Context, opts ProbeOptions) (*Prober, e
 func (p *Prober) run(ctx context.Context, opts ProbeOptions, probe func(context.Context) error) {
 	defer close(p.done)
 	defer p.cancel()
+	type record struct {
+		start time.Time
+		err   error
+	}
+	var (
+		mu      sync.Mutex
+		records []record
+		wg      sync.WaitGroup
+	)
 	r := &p.result
 	r.Start = time.Now()
-	var cur *Outage
 	next := r.Start
-	for opts.Count <= 0 || r.Probes < opts.Count {
+	for i := 0; opts.Count <= 0 || i < opts.Count; i++ {
 		if d := time.Until(next); d > 0 {
 			select {
 			case <-ctx.Done():
@@ -146,22 +156,37 @@ func (p *Prober) run(ctx context.Context, opts ProbeOptions, probe func(context.
 		}
 		start := time.Now()
 		next = start.Add(opts.Interval)
-		pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-		err := probe(pctx)
-		cancel()
-		if ctx.Err() != nil && err != nil {
-			break // the prober's own end, not the target's
-		}
+		mu.Lock()
+		idx := len(records)
+		records = append(records, record{start: start})
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Not bound to ctx: a probe in flight when probing ends still gets its verdict.
+			pctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+			defer cancel()
+			err := probe(pctx)
+			mu.Lock()
+			records[idx].err = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	r.End = time.Now()
+
+	var cur *Outage
+	for _, rec := range records {
 		r.Probes++
 		switch {
-		case err != nil:
+		case rec.err != nil:
 			r.Failures++
 			if cur == nil {
-				cur = &Outage{Start: start, FirstError: err.Error()}
+				cur = &Outage{Start: rec.start, FirstError: rec.err.Error()}
 			}
 			cur.Failed++
 		case cur != nil:
-			cur.End = start
+			cur.End = rec.start
 			r.Outages = append(r.Outages, *cur)
 			cur = nil
 		}
@@ -169,7 +194,6 @@ func (p *Prober) run(ctx context.Context, opts ProbeOptions, probe func(context.
 	if cur != nil {
 		r.Outages = append(r.Outages, *cur)
 	}
-	r.End = time.Now()
 }
 
 func (c *Client) probeFunc(opts ProbeOptions) (func(context.Context) error, error) {

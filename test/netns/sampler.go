@@ -54,7 +54,7 @@ type HolderSampler struct {
 	report SamplerReport
 }
 
-// StartHolderSampler starts sampling who holds the VIP until Stop (or ctx ends). One sweep
+// StartHolderSampler samples who holds the VIP until Stop (or ctx ends). One sweep
 // reads the nodes one after another over netlink. A sweep that finds two holders re-reads
 // all but the last one found: a node that still holds the VIP then held it before and after
 // the other one was seen holding it, and only such confirmed instants count as overlaps.
@@ -64,44 +64,49 @@ func (h *Harness) StartHolderSampler(ctx context.Context, opts SamplerOptions) *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &HolderSampler{cancel: cancel, done: make(chan struct{})}
+	// The first sweep happens before StartHolderSampler returns, so the timeline starts
+	// with the holders as they were before whatever the caller does next.
+	s.report.Start = time.Now()
+	s.sweep(h)
 	go s.run(ctx, h, opts)
 	return s
 }
 
 func (s *HolderSampler) run(ctx context.Context, h *Harness, opts SamplerOptions) {
 	defer close(s.done)
-	r := &s.report
-	r.Start = time.Now()
-	var prev []string
-	first := true
 	tick := time.NewTicker(opts.Interval)
 	defer tick.Stop()
 	for {
-		at := time.Now()
-		holders, err := h.Holders()
-		if err != nil {
-			r.Errors++
-			if r.FirstError == "" {
-				r.FirstError = err.Error()
-			}
-		} else {
-			r.Sweeps++
-			names := Names(holders)
-			if first || !slices.Equal(names, prev) {
-				r.Changes = append(r.Changes, HolderChange{At: at, Holders: names})
-				prev, first = names, false
-			}
-			if len(holders) > 1 {
-				if confirmed := confirmOverlap(h, holders); len(confirmed) > 1 {
-					r.Overlaps = append(r.Overlaps, Overlap{At: at, Holders: confirmed})
-				}
-			}
-		}
 		select {
 		case <-ctx.Done():
-			r.End = time.Now()
+			s.report.End = time.Now()
 			return
 		case <-tick.C:
+			s.sweep(h)
+		}
+	}
+}
+
+// sweep reads every node once and records changes and overlaps.
+func (s *HolderSampler) sweep(h *Harness) {
+	r := &s.report
+	at := time.Now()
+	holders, err := h.Holders()
+	if err != nil {
+		r.Errors++
+		if r.FirstError == "" {
+			r.FirstError = err.Error()
+		}
+		return
+	}
+	r.Sweeps++
+	names := Names(holders)
+	if len(r.Changes) == 0 || !slices.Equal(names, r.Changes[len(r.Changes)-1].Holders) {
+		r.Changes = append(r.Changes, HolderChange{At: at, Holders: names})
+	}
+	if len(holders) > 1 {
+		if confirmed := confirmOverlap(h, holders); len(confirmed) > 1 {
+			r.Overlaps = append(r.Overlaps, Overlap{At: at, Holders: confirmed})
 		}
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/gardener/gardener/extensions/pkg/controller/heartbeat"
 	heartbeatcmd "github.com/gardener/gardener/extensions/pkg/controller/heartbeat/cmd"
 	selfhostedshootexposurecontroller "github.com/gardener/gardener/extensions/pkg/controller/selfhostedshootexposure"
-	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	gardenerhealthz "github.com/gardener/gardener/pkg/healthz"
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,13 +38,13 @@ const (
 	ExposureControllerName = selfhostedshootexposurecontroller.ControllerName
 	// NodesControllerName is the switch name of the controller that keeps the VIP pair on
 	// the control-plane nodes' Neutron ports.
-	NodesControllerName = "kube-vip-nodes"
+	NodesControllerName = nodes.ControllerName
 	// HeartbeatControllerName is the switch name of gardener's heartbeat controller.
 	HeartbeatControllerName = heartbeat.ControllerName
 
 	// servedNamespace is the only namespace with SelfHostedShootExposures (GEP-28); the
 	// manager's cache and the chart's RBAC are limited to it.
-	servedNamespace = v1beta1constants.NamespaceSystem
+	servedNamespace = metav1.NamespaceSystem
 	// leaderElectionNamespaceEnv names the namespace of the leader election Lease.
 	leaderElectionNamespaceEnv = "LEADER_ELECTION_NAMESPACE"
 )
@@ -204,7 +204,6 @@ type controllers struct {
 
 	once     sync.Once
 	actuator *exposure.Actuator
-	err      error
 }
 
 func (c *controllers) switchOptions() *extensionscmdcontroller.SwitchOptions {
@@ -215,25 +214,21 @@ func (c *controllers) switchOptions() *extensionscmdcontroller.SwitchOptions {
 	)
 }
 
-func (c *controllers) actuatorFor(mgr manager.Manager) (*exposure.Actuator, error) {
+func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 	c.once.Do(func() {
 		ext := c.opts.Extension.Completed()
-		c.actuator, c.err = exposure.NewActuator(mgr, exposure.ActuatorOptions{
+		c.actuator = exposure.NewActuator(mgr, exposure.ActuatorOptions{
 			ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
 			AgentImage:     ext.AgentImage,
 			VerifyInterval: ext.VerifyInterval,
 		})
 	})
-	return c.actuator, c.err
+	return c.actuator
 }
 
 func (c *controllers) addExposure(ctx context.Context, mgr manager.Manager) error {
-	actuator, err := c.actuatorFor(mgr)
-	if err != nil {
-		return fmt.Errorf("creating the exposure actuator: %w", err)
-	}
 	return exposure.AddToManager(ctx, mgr, exposure.AddOptions{
-		Actuator:                  actuator,
+		Actuator:                  c.actuatorFor(mgr),
 		Controller:                c.opts.Exposure.Completed().Options(),
 		IgnoreOperationAnnotation: c.opts.Reconciler.Completed().IgnoreOperationAnnotation,
 		ExtensionClasses:          slices.Clone(c.opts.General.Completed().ExtensionClasses),
@@ -242,14 +237,10 @@ func (c *controllers) addExposure(ctx context.Context, mgr manager.Manager) erro
 }
 
 func (c *controllers) addNodes(ctx context.Context, mgr manager.Manager) error {
-	actuator, err := c.actuatorFor(mgr)
-	if err != nil {
-		return fmt.Errorf("creating the exposure actuator: %w", err)
-	}
 	return nodes.AddToManager(ctx, mgr, nodes.AddOptions{
 		Controller: c.opts.Nodes.Completed().Options(),
 		Type:       c.opts.Extension.Completed().Type,
-		Syncer:     actuator,
+		Syncer:     c.actuatorFor(mgr),
 	})
 }
 

@@ -83,6 +83,15 @@ func (s ScenarioResult) TwoHolders() (time.Duration, int) {
 	return m, n
 }
 
+// AfterRevert is the longest outage after a revert over the runs.
+func (s ScenarioResult) AfterRevert() time.Duration {
+	var m time.Duration
+	for _, r := range s.Runs {
+		m = max(m, r.AfterRevert)
+	}
+	return m
+}
+
 // ARPConflicts sums the ARP conflicts of the runs.
 func (s ScenarioResult) ARPConflicts() int {
 	n := 0

@@ -105,7 +105,14 @@ func (d *Deployment) Restarts() int {
 	return d.restarts
 }
 
-// LastStart is the latest (re)start of any of the processes.
+// touch records a change on node i (a revert) as if its process had just started.
+func (d *Deployment) touch(i int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.started[i] = time.Now()
+}
+
+// LastStart is the latest (re)start of any of the processes, or revert on their node.
 func (d *Deployment) LastStart() time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()

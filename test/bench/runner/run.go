@@ -15,9 +15,9 @@ import (
 // Options tune the runs.
 type Options struct {
 	// Hold is how long the fault stays after the client reached the VIP on its new node,
-	// to catch a second outage; default 1s.
+	// to catch a second outage; default 500ms.
 	Hold time.Duration
-	// StableFor is how long the VIP has to stay on one node before a run; default 1s.
+	// StableFor is how long the VIP has to stay on one node before a run; default 500ms.
 	StableFor time.Duration
 	// Log receives progress.
 	Log logr.Logger
@@ -25,10 +25,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.Hold == 0 {
-		o.Hold = time.Second
+		o.Hold = 500 * time.Millisecond
 	}
 	if o.StableFor == 0 {
-		o.StableFor = time.Second
+		o.StableFor = 500 * time.Millisecond
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
@@ -63,10 +63,13 @@ type RunResult struct {
 	// sampler), from the fault until the VIP was on one node again after the revert.
 	TwoHolders time.Duration `json:"twoHolders"`
 	// ARPConflicts counts VIP claims by one MAC after a claim by another that followed
-	// its own earlier claim (within 5s), from the fault on.
+	// its own earlier claim (within 5s), between the fault and the revert.
 	ARPConflicts int `json:"arpConflicts"`
-	// ARPClaimers are the nodes that sent ARP for the VIP from the fault on.
+	// ARPClaimers are the nodes that sent ARP for the VIP between the fault and the revert.
 	ARPClaimers []string `json:"arpClaimers,omitempty"`
+	// AfterRevert sums the outage windows that began after the revert (e.g. the VIP
+	// moving back by preemption, or an old holder coming back); not part of Outage.
+	AfterRevert time.Duration `json:"afterRevert,omitempty"`
 	// Windows are all outage windows from just before the fault until the end of the run.
 	Windows []Window `json:"windows"`
 	// Restarts counts daemons that had exited and were restarted after the revert.
@@ -176,6 +179,7 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	revertAt := time.Now()
 	res.Reverted = revertAt.Sub(faultAt)
 	revertErr := sc.Revert(ctx, d, leader)
+	d.touch(leader)
 	if revertErr == nil {
 		res.Restarts, revertErr = d.EnsureRunning(ctx)
 	}
@@ -192,12 +196,12 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		return res, fmt.Errorf("holder sampler: %d failed sweeps, first: %s", sr.Errors, sr.FirstError)
 	}
 
-	res.Windows, res.Outage = outage(pr, faultAt, revertAt)
+	res.Windows, res.Outage, res.AfterRevert = outage(pr, faultAt, revertAt)
 	if !res.Failover {
 		res.Outage = timeout
 	}
 	res.TwoHolders = twoHolderTime(sr, faultAt)
-	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt)
+	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt, revertAt)
 	return res, nil
 }
 
@@ -224,11 +228,12 @@ func (r *Runner) waitFailover(ctx context.Context, d *Deployment, leader int, de
 	return false
 }
 
-// outage returns the windows from 100ms before the fault on, relative to the fault, and
-// the summed length of the windows that began after the fault and before the revert.
-func outage(pr netns.ProbeResult, faultAt, revertAt time.Time) ([]Window, time.Duration) {
+// outage returns the windows from 100ms before the fault on, relative to the fault, the
+// summed length of the windows that began after the fault and before the revert, and that
+// of the windows that began after the revert.
+func outage(pr netns.ProbeResult, faultAt, revertAt time.Time) ([]Window, time.Duration, time.Duration) {
 	var ws []Window
-	var sum time.Duration
+	var sum, after time.Duration
 	for _, o := range pr.Outages {
 		end := o.End
 		if o.Open() {
@@ -244,9 +249,11 @@ func outage(pr netns.ProbeResult, faultAt, revertAt time.Time) ([]Window, time.D
 				start = faultAt
 			}
 			sum += end.Sub(start)
+		} else if !o.Start.Before(revertAt) {
+			after += end.Sub(o.Start)
 		}
 	}
-	return ws, sum
+	return ws, sum, after
 }
 
 // twoHolderTime sums the spans, from the fault on, in which the sampler saw two or more
@@ -278,12 +285,14 @@ func twoHolderTime(sr netns.SamplerReport, faultAt time.Time) time.Duration {
 	return total
 }
 
-func arpFacts(claims []netns.ARPClaim, faultAt time.Time) (int, []string) {
+// arpFacts looks at the claims between the fault and the revert (a revert may move the
+// VIP back, which is a handover, not a conflict).
+func arpFacts(claims []netns.ARPClaim, faultAt, revertAt time.Time) (int, []string) {
 	var after []netns.ARPClaim
 	seen := map[string]bool{}
 	var claimers []string
 	for _, c := range claims {
-		if c.At.Before(faultAt) {
+		if c.At.Before(faultAt) || c.At.After(revertAt) {
 			continue
 		}
 		after = append(after, c)

@@ -34,9 +34,9 @@ func TestOutage(t *testing.T) {
 		{Start: at(1000), End: at(1200)},   // second outage before the revert
 		{Start: at(6000), End: at(6100)},   // after the revert: shown, not counted
 	}}
-	ws, sum := outage(pr, t0, at(5000))
-	if sum != 600*time.Millisecond {
-		t.Fatalf("sum = %v, want 600ms", sum)
+	ws, sum, after := outage(pr, t0, at(5000))
+	if sum != 600*time.Millisecond || after != 100*time.Millisecond {
+		t.Fatalf("sum = %v, after = %v, want 600ms, 100ms", sum, after)
 	}
 	if len(ws) != 3 || ws[0].Start != -50*time.Millisecond {
 		t.Fatalf("windows = %+v", ws)

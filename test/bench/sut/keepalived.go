@@ -68,9 +68,12 @@ func (k Keepalived) Binary() string {
 // ScenarioTimeout implements System.
 func (k Keepalived) ScenarioTimeout() time.Duration { return orDefault(k.Timeout, 15*time.Second) }
 
-// Settle implements System: a restarted keepalived with the higher priority takes the
-// VIP back (preemption) after its first adverts.
-func (k Keepalived) Settle() time.Duration { return max(2*time.Second, 3*k.AdvertInterval) }
+// Settle implements System: a restarted keepalived, or one whose apiserver came back,
+// regains its priority after rise successful checks and then takes the VIP back
+// (preemption, as in the guide).
+func (k Keepalived) Settle() time.Duration {
+	return max(2*time.Second, time.Duration(k.CheckInterval*k.CheckRise)*time.Second+time.Second, 3*k.AdvertInterval)
+}
 
 func (k Keepalived) vrrpVersion() int {
 	if k.AdvertInterval%time.Second != 0 {

@@ -52,8 +52,9 @@ type System interface {
 	// ScenarioTimeout bounds how long the benchmark waits for a failover; past it the run
 	// counts as "no failover".
 	ScenarioTimeout() time.Duration
-	// Settle is how long a (re)started daemon needs before it takes part in failover;
-	// the benchmark waits that long after the last start before the next run.
+	// Settle is how long a (re)started daemon, or one whose fault was just reverted,
+	// needs before it takes part in failover again; the benchmark waits that long after
+	// the last start or revert before the next run.
 	Settle() time.Duration
 }
 

@@ -1,0 +1,105 @@
+# gardener-extension-kube-vip
+#
+#   make demo   local Keystone + Neutron + kube-apiserver with a self-hosted shoot's objects
+#   make test   vet, check-generate, unit tests, integration tests against the real parts
+#
+# Needs Debian (apt), Go (go.mod's version) and root; see README.md.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+export GONOSUMDB := github.com/gardener,github.com/kube-vip,github.com/mdlayher
+GO ?= go
+RESULTS := .local/test-results
+SUMMARY := $(GO) run ./hack/tools/testsummary
+
+# Unit tests: every package outside test/ (they need nothing but Go).
+UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
+# Integration tests: everything under test/, one package at a time (-p 1). They share one
+# Keystone + Neutron (sqlite: writes serialise; keystone runs in WAL mode so reads do not
+# block, but parallel packages would turn lock waits into timeouts) and two CPU cores, on
+# which the failover tests measure sub-second timings.
+INTEGRATION_PKGS = ./test/...
+UNIT_TIMEOUT ?= 10m
+INTEGRATION_TIMEOUT ?= 40m
+TEST_FLAGS ?=
+
+.PHONY: build
+build:
+	@if [ -d cmd ]; then $(GO) build -o bin/ ./cmd/...; else echo "build: no cmd/ yet"; fi
+
+.PHONY: install-deps
+install-deps:
+	hack/install-deps.sh
+
+# Code generators. Add a line per generator; check-generate covers whatever they write.
+.PHONY: generate
+generate:
+	$(GO) tool deepcopy-gen --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./controller/apis/v1alpha1
+
+# Fails if `make generate` would change any file (runs the generators in a copy of the tree).
+.PHONY: check-generate
+check-generate:
+	hack/check-generate.sh
+
+.PHONY: vet
+vet:
+	$(GO) vet ./...
+
+.PHONY: test-unit
+test-unit:
+	@mkdir -p $(RESULTS)
+	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
+	$(GO) test -json -timeout $(UNIT_TIMEOUT) $(TEST_FLAGS) $(UNIT_PKGS) \
+	  | bin/testsummary -tier unit -raw $(RESULTS)/unit.json -summary-file $(RESULTS)/unit.summary
+
+.PHONY: kube-binaries
+kube-binaries:
+	hack/build-kube-binaries.sh
+
+# Builds the kube binaries first (once, ~10 min cold), brings Keystone + Neutron up unless
+# they run already, and stops them again afterwards (also on failure) if it started them.
+.PHONY: test-integration
+test-integration:
+	@mkdir -p $(RESULTS)
+	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
+	@hack/install-deps.sh
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); \
+	hack/with-openstack.sh bash -c 'set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(TEST_FLAGS) $(INTEGRATION_PKGS) \
+	  | bin/testsummary -tier integration -raw $(RESULTS)/integration.json -summary-file $(RESULTS)/integration.summary'
+
+# Runs every tier even if an earlier one fails, then prints the tiers' summaries.
+.PHONY: test
+test:
+	@rm -f $(RESULTS)/*.summary; rc=0; \
+	$(MAKE) --no-print-directory vet || rc=1; \
+	$(MAKE) --no-print-directory check-generate || rc=1; \
+	$(MAKE) --no-print-directory test-unit || rc=1; \
+	$(MAKE) --no-print-directory test-integration || rc=1; \
+	echo "==== summary"; \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary 2>/dev/null || true; \
+	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
+	exit $$rc
+
+.PHONY: env-up env-down env-status
+env-up:
+	hack/local-env.sh up
+env-down:
+	hack/local-env.sh down
+env-status:
+	hack/local-env.sh status
+
+.PHONY: demo demo-down
+demo: env-up
+	@echo; \
+	echo "The local environment runs (Keystone, Neutron, kube-apiserver with a self-hosted shoot's objects):"; \
+	echo "  source .local/env.sh          # KUBECONFIG and the OpenStack variables (OS_*, NETWORK_ID, ...)"; \
+	echo "  kubectl get cluster,infrastructure -A"; \
+	echo "  make demo-down                # stop everything"
+demo-down: env-down
+
+.PHONY: bench
+# Failover benchmark (root, ~20 min on 2 cores): tables on stdout, test/bench/out/{results.json,timeline.png}.
+bench:
+	$(GO) run ./test/bench $(BENCH_FLAGS)

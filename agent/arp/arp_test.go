@@ -1,0 +1,87 @@
+package arp
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv6"
+)
+
+func TestGratuitousARPHasBothForms(t *testing.T) {
+	mac := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x11}
+	vip := netip.MustParseAddr("198.18.0.100")
+	packets, err := GratuitousARP(mac, vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packets) != 2 {
+		t.Fatalf("got %d packets, want a request and a reply", len(packets))
+	}
+	req, rep := packets[0], packets[1]
+	if req.Operation != arp.OperationRequest || rep.Operation != arp.OperationReply {
+		t.Fatalf("operations %v, %v; want request, reply", req.Operation, rep.Operation)
+	}
+	for _, p := range packets {
+		if p.SenderIP != vip || p.TargetIP != vip {
+			t.Errorf("%v: sender %s target %s, want both %s (ML2/OVN binds on spa=tpa=VIP)", p.Operation, p.SenderIP, p.TargetIP, vip)
+		}
+		if !bytes.Equal(p.SenderHardwareAddr, mac) {
+			t.Errorf("%v: sender MAC %s, want %s", p.Operation, p.SenderHardwareAddr, mac)
+		}
+		// The packet must survive a round trip through the wire format.
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back arp.Packet
+		if err := back.UnmarshalBinary(b); err != nil || back.SenderIP != vip {
+			t.Fatalf("round trip: %v, %v", err, back.SenderIP)
+		}
+	}
+	if !bytes.Equal(rep.TargetHardwareAddr, ethernet.Broadcast) {
+		t.Errorf("reply target MAC %s, want broadcast", rep.TargetHardwareAddr)
+	}
+	if !bytes.Equal(req.TargetHardwareAddr, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
+		t.Errorf("request target MAC %s, want zero", req.TargetHardwareAddr)
+	}
+}
+
+func TestGratuitousARPRejectsIPv6(t *testing.T) {
+	if _, err := GratuitousARP(net.HardwareAddr{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("2001:db8::1")); err == nil {
+		t.Fatal("an IPv6 VIP was accepted for ARP")
+	}
+}
+
+func TestUnsolicitedNA(t *testing.T) {
+	mac := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x22}
+	vip := netip.MustParseAddr("2001:db8::100")
+	b, err := UnsolicitedNA(mac, vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := icmp.ParseMessage(58, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != ipv6.ICMPTypeNeighborAdvertisement {
+		t.Fatalf("type %v, want neighbor advertisement", m.Type)
+	}
+	body := m.Body.(*icmp.RawBody).Data
+	if body[0]&0x20 == 0 || body[0]&0x40 != 0 || body[0]&0x80 != 0 {
+		t.Errorf("flags %08b: want override only", body[0])
+	}
+	if got, _ := netip.AddrFromSlice(body[4:20]); got != vip {
+		t.Errorf("target %s, want %s", got, vip)
+	}
+	if body[20] != 2 || body[21] != 1 || !bytes.Equal(body[22:28], mac) {
+		t.Errorf("target link-layer option %x, want type 2 length 1 with %s", body[20:28], mac)
+	}
+	if _, err := UnsolicitedNA(mac, netip.MustParseAddr("198.18.0.1")); err == nil {
+		t.Error("an IPv4 target was accepted")
+	}
+}

@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func validConfig() Config {
+	c := DefaultConfig()
+	c.NodeName = "node-1"
+	c.VIP = "198.18.0.100"
+	return c
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	c := validConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestValidateExplainsEveryProblem(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*Config)
+		want   string
+	}{
+		"no node name":                   {func(c *Config) { c.NodeName = "" }, "--node-name is required"},
+		"bad vip":                        {func(c *Config) { c.VIP = "198.18.0.300" }, `--vip "198.18.0.300" is not an IP address`},
+		"loopback vip":                   {func(c *Config) { c.VIP = "127.0.0.1" }, "must be a unicast address"},
+		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "< --renew-deadline (2s) < --lease-duration (1.5s)"},
+		"fractional lifetime":            {func(c *Config) { c.VIPLifetime = 1500 * time.Millisecond }, "whole number of seconds"},
+		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second; c.LeaseDuration = 3 * time.Second }, "must exceed --vip-lifetime"},
+		"http url":                       {func(c *Config) { c.APIServerURL = "http://127.0.0.1:6443" }, "must be an https URL"},
+		"zero threshold":                 {func(c *Config) { c.HealthFailureThreshold = 0 }, "--health-failure-threshold at least 1"},
+		"tiny arp interval":              {func(c *Config) { c.ARPInterval = time.Millisecond }, "--arp-interval"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := validConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadyzURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://127.0.0.1:6443":  "https://127.0.0.1:6443/readyz",
+		"https://127.0.0.1:6443/": "https://127.0.0.1:6443/readyz",
+	} {
+		if got := readyzURL(in); got != want {
+			t.Errorf("readyzURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

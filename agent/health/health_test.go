@@ -1,0 +1,131 @@
+package health
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// readyz is an API server stand-in whose /readyz answer can be switched.
+type readyz struct{ code atomic.Int32 }
+
+func (r *readyz) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path != "/readyz" {
+		http.NotFound(w, req)
+		return
+	}
+	w.WriteHeader(int(r.code.Load()))
+}
+
+type changes struct {
+	mu  sync.Mutex
+	got []bool
+}
+
+func (c *changes) record(healthy bool, _ string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, healthy)
+}
+
+func (c *changes) list() []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]bool(nil), c.got...)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestMonitorFollowsReadyzWithThreshold(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+
+	var ch changes
+	var probes atomic.Int32
+	m, err := New(Config{
+		Client: srv.Client(), URL: srv.URL + "/readyz",
+		Period: 10 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3,
+		OnChange: ch.record, Log: logr.Discard(),
+		Observe: func(time.Duration, bool) { probes.Add(1) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Healthy() {
+		t.Fatal("healthy before the first probe")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	eventually(t, "healthy", m.Healthy)
+
+	api.code.Store(http.StatusInternalServerError)
+	failedFrom := probes.Load()
+	eventually(t, "unhealthy", func() bool { return !m.Healthy() })
+	if n := probes.Load() - failedFrom; n < 3 {
+		t.Fatalf("unhealthy after %d probes, want at least the threshold of 3", n)
+	}
+
+	api.code.Store(http.StatusOK)
+	eventually(t, "healthy again", m.Healthy)
+	if got := ch.list(); len(got) != 3 || !got[0] || got[1] || !got[2] {
+		t.Fatalf("changes %v, want [true false true]", got)
+	}
+}
+
+func TestLinkDownIsUnhealthyAtOnce(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: 10 * time.Millisecond,
+		Timeout: 200 * time.Millisecond, FailureThreshold: 2, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	eventually(t, "healthy", m.Healthy)
+	m.SetLink(false)
+	if m.Healthy() {
+		t.Fatal("healthy with the interface down")
+	}
+	m.SetLink(true)
+	if !m.Healthy() {
+		t.Fatal("not healthy after the interface came back")
+	}
+}
+
+func TestUnreachableAPIServerIsUnhealthy(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	url := srv.URL + "/readyz"
+	client := srv.Client()
+	srv.Close() // nothing listens any more
+	m, err := New(Config{Client: client, URL: url, Period: 10 * time.Millisecond, Timeout: 100 * time.Millisecond,
+		FailureThreshold: 1, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.probeOnce(context.Background())
+	if m.Healthy() {
+		t.Fatal("healthy although nothing answers")
+	}
+}

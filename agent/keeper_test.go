@@ -1,0 +1,218 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// fakeAddress is a VIP on an imaginary NIC.
+type fakeAddress struct {
+	present   bool
+	expiresAt time.Time // kernel lifetime end
+	clock     *clocktesting.FakeClock
+	lifetime  time.Duration
+	ensures   int
+	failNext  error
+}
+
+func (f *fakeAddress) Ensure() (bool, error) {
+	if f.failNext != nil {
+		err := f.failNext
+		f.failNext = nil
+		return false, err
+	}
+	f.expire()
+	added := !f.present
+	f.present = true
+	f.expiresAt = f.clock.Now().Add(f.lifetime)
+	f.ensures++
+	return added, nil
+}
+
+func (f *fakeAddress) Remove() (bool, error) {
+	f.expire()
+	was := f.present
+	f.present = false
+	return was, nil
+}
+
+// expire plays the kernel: the address vanishes when its lifetime is over.
+func (f *fakeAddress) expire() {
+	if f.present && !f.clock.Now().Before(f.expiresAt) {
+		f.present = false
+	}
+}
+
+type fakeAnnouncer struct {
+	rounds []time.Time
+	clock  *clocktesting.FakeClock
+}
+
+func (f *fakeAnnouncer) Announce(context.Context) (int, error) {
+	f.rounds = append(f.rounds, f.clock.Now())
+	return 2, nil
+}
+
+func newTestKeeper(t *testing.T) (*keeper, *fakeAddress, *fakeAnnouncer, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	addr := &fakeAddress{clock: clk, lifetime: time.Second}
+	ann := &fakeAnnouncer{clock: clk}
+	k := newKeeper(keeperOptions{
+		Address: addr, Announcer: ann, Clock: clk, Log: logr.Discard(),
+		Metrics: newMetrics(prometheus.NewRegistry(), clk), Lifetime: time.Second,
+		Tick: 100 * time.Millisecond, ARPInterval: 5 * time.Second,
+	})
+	return k, addr, ann, clk
+}
+
+// advance moves the clock in ticks, reconciling after each, as Run does.
+func advance(k *keeper, clk *clocktesting.FakeClock, d time.Duration) {
+	for end := clk.Now().Add(d); clk.Now().Before(end); {
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+	}
+}
+
+func TestTakeoverAddsAndAnnouncesAtOnce(t *testing.T) {
+	k, addr, ann, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	if !addr.present {
+		t.Fatal("the VIP is not on the NIC right after the takeover")
+	}
+	if len(ann.rounds) != 1 || !ann.rounds[0].Equal(clk.Now()) {
+		t.Fatalf("want one announcement at the takeover, got %v", ann.rounds)
+	}
+	if got := testutil.ToFloat64(k.metrics.isLeader); got != 1 {
+		t.Fatalf("is_leader = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(k.metrics.garpSent); got != 2 {
+		t.Fatalf("gratuitous_arps_sent_total = %v, want 2", got)
+	}
+}
+
+func TestBurstThenPeriodicRefresh(t *testing.T) {
+	k, _, ann, clk := newTestKeeper(t)
+	start := clk.Now()
+	// Keep renewing every 900ms for 12s, as the election would.
+	for i := 0; i < 14; i++ {
+		k.Leading(clk.Now().Add(1300*time.Millisecond), i == 0)
+		advance(k, clk, 900*time.Millisecond)
+	}
+	var offsets []time.Duration
+	for _, r := range ann.rounds {
+		offsets = append(offsets, r.Sub(start))
+	}
+	want := []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second, 6 * time.Second, 11 * time.Second}
+	if len(offsets) != len(want) {
+		t.Fatalf("announcements at %v, want %v", offsets, want)
+	}
+	for i := range want {
+		if offsets[i] != want[i] {
+			t.Fatalf("announcements at %v, want %v", offsets, want)
+		}
+	}
+}
+
+func TestVIPNeverOutlivesTheTerm(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	validUntil := clk.Now().Add(1300 * time.Millisecond)
+	k.Leading(validUntil, true)
+	// No renewal comes (the agent is partitioned or its API server died).
+	for clk.Now().Before(validUntil.Add(500 * time.Millisecond)) {
+		clk.Step(10 * time.Millisecond)
+		k.reconcile(context.Background())
+		addr.expire()
+		if addr.present && addr.expiresAt.After(validUntil) {
+			t.Fatalf("at %v the VIP's kernel lifetime ends at %v, after the term (%v)", clk.Now(), addr.expiresAt, validUntil)
+		}
+		if !clk.Now().Before(validUntil) && addr.present {
+			t.Fatalf("at %v the VIP is still on the NIC after the term ended at %v", clk.Now(), validUntil)
+		}
+	}
+}
+
+func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	for i := 0; i < 20; i++ {
+		renewAt := clk.Now().Add(900 * time.Millisecond)
+		for clk.Now().Before(renewAt) {
+			clk.Step(100 * time.Millisecond)
+			k.reconcile(context.Background())
+			addr.expire()
+			if !addr.present {
+				t.Fatalf("the VIP vanished at %v although the leader renews on time", clk.Now())
+			}
+		}
+		// The renewal takes 50ms.
+		clk.Step(50 * time.Millisecond)
+		k.Leading(renewAt.Add(1300*time.Millisecond), false)
+	}
+}
+
+func TestRemovedByHandComesBack(t *testing.T) {
+	k, addr, ann, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	advance(k, clk, 2*time.Second)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), false)
+	before := len(ann.rounds)
+	addr.present = false // somebody ran `ip addr del`
+	clk.Step(100 * time.Millisecond)
+	k.reconcile(context.Background())
+	if !addr.present {
+		t.Fatal("the VIP was not re-added")
+	}
+	if len(ann.rounds) != before+1 {
+		t.Fatalf("re-adding the VIP sent %d announcements, want a new burst", len(ann.rounds)-before)
+	}
+}
+
+func TestFollowingRemovesTheVIP(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Following("lost the Lease")
+	if addr.present {
+		t.Fatal("the VIP is still on the NIC after the term ended")
+	}
+	advance(k, clk, time.Second)
+	if addr.present {
+		t.Fatal("a follower re-added the VIP")
+	}
+	if got := testutil.ToFloat64(k.metrics.transitions); got != 2 {
+		t.Fatalf("leader_transitions_total = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(k.metrics.isLeader); got != 0 {
+		t.Fatalf("is_leader = %v, want 0", got)
+	}
+}
+
+func TestAddFailureIsRetried(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	addr.failNext = errors.New("netlink: operation not permitted")
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	if addr.present {
+		t.Fatal("the fake did not fail")
+	}
+	clk.Step(100 * time.Millisecond)
+	k.reconcile(context.Background())
+	if !addr.present {
+		t.Fatal("the VIP was not added on the next tick after a failure")
+	}
+}
+
+func TestLateTakeoverWaitsForTheNextRenewal(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	// The acquisition started 300ms ago: a 1s lifetime set now would outlive the term.
+	k.Leading(clk.Now().Add(1000*time.Millisecond), true)
+	if addr.present {
+		t.Fatal("the VIP was added although its lifetime would outlive the term")
+	}
+}

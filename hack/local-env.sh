@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The local development environment: Keystone + Neutron (hack/openstack.sh) and a
+# kube-apiserver + etcd on loopback with the Gardener objects of a self-hosted OpenStack
+# shoot (test/framework/localenv), all in the background.
+#
+#   hack/local-env.sh up       start (or reuse) everything; writes .local/kubeconfig and .local/env.sh
+#   hack/local-env.sh down     stop exactly what `up` started, by PID
+#   hack/local-env.sh status   print what runs; exit 0 only if everything runs
+#
+# `source .local/env.sh` then gives KUBECONFIG and the OpenStack variables.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOCAL=$ROOT/.local
+PIDFILE=$LOCAL/localenv.pid
+LOGFILE=$LOCAL/localenv.log
+BINARY=$ROOT/bin/localenv
+KUBECONFIG_FILE=$LOCAL/kubeconfig
+export GONOSUMDB=${GONOSUMDB:-github.com/gardener,github.com/kube-vip,github.com/mdlayher}
+
+log() { echo "local-env: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+localenv_pid() { # prints the PID if the recorded process is alive and is our localenv
+  local pid
+  [ -f "$PIDFILE" ] || return 1
+  pid=$(cat "$PIDFILE")
+  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$BINARY --kubeconfig $KUBECONFIG_FILE" || return 1
+  echo "$pid"
+}
+
+up() {
+  local t0=$SECONDS pid assets i
+  assets=$("$ROOT/hack/build-kube-binaries.sh")
+  "$ROOT/hack/openstack.sh" up
+  if pid=$(localenv_pid) && [ -s "$KUBECONFIG_FILE" ]; then
+    log "kube-apiserver already runs (localenv pid $pid)"
+  else
+    stop_localenv
+    (cd "$ROOT" && go build -o "$BINARY" ./test/framework/localenv)
+    mkdir -p "$LOCAL"
+    rm -f "$KUBECONFIG_FILE"
+    KUBEBUILDER_ASSETS=$assets setsid "$BINARY" --kubeconfig "$KUBECONFIG_FILE" \
+      --openstack-env "$LOCAL/openstack/env.sh" >"$LOGFILE" 2>&1 </dev/null &
+    echo $! >"$PIDFILE"
+    for i in $(seq 1 240); do
+      [ -s "$KUBECONFIG_FILE" ] && break
+      kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -20 "$LOGFILE" >&2; die "localenv exited"; }
+      sleep 0.5
+    done
+    [ -s "$KUBECONFIG_FILE" ] || { tail -20 "$LOGFILE" >&2; die "no kubeconfig after 120s"; }
+  fi
+  cat >"$LOCAL/env.sh" <<EOF
+# Written by hack/local-env.sh up.
+export KUBECONFIG=$KUBECONFIG_FILE
+. $LOCAL/openstack/env.sh
+EOF
+  log "up in $((SECONDS - t0))s; use it with: source .local/env.sh"
+}
+
+stop_localenv() {
+  local pid kids k i
+  if ! pid=$(localenv_pid); then
+    rm -f "$PIDFILE"
+    return 0
+  fi
+  # envtest's etcd and kube-apiserver are children of localenv; note them in case it dies hard.
+  kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
+  log "stopping localenv pid $pid (children: ${kids:-none})"
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  if kill -0 "$pid" 2>/dev/null; then log "localenv ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
+  for k in $kids; do
+    for i in $(seq 1 20); do kill -0 "$k" 2>/dev/null || break; sleep 0.25; done
+    if [ -r "/proc/$k/cmdline" ] && tr '\0' ' ' <"/proc/$k/cmdline" | grep -qE 'kube-apiserver|etcd'; then
+      log "child $k still alive, killing"
+      kill -KILL "$k" 2>/dev/null || true
+    fi
+  done
+  rm -f "$PIDFILE" "$KUBECONFIG_FILE"
+}
+
+down() {
+  stop_localenv
+  rm -f "$LOCAL/env.sh"
+  "$ROOT/hack/openstack.sh" down
+}
+
+status() {
+  local rc=0 pid
+  if pid=$(localenv_pid); then
+    echo "localenv (etcd + kube-apiserver): running, pid $pid; KUBECONFIG=$KUBECONFIG_FILE"
+  else
+    echo "localenv (etcd + kube-apiserver): not running"
+    rc=1
+  fi
+  "$ROOT/hack/openstack.sh" status || rc=1
+  return $rc
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+*)
+  echo "usage: $0 up|down|status" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,271 @@
+// Package election_test runs the agent's Lease election against a real kube-apiserver:
+// several candidates in one process, each with its own client that the test can cut off
+// (a crash or a partition, as the API server sees it).
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+)
+
+const (
+	leaseDuration = 1500 * time.Millisecond
+	renewDeadline = 1300 * time.Millisecond
+	retryPeriod   = 900 * time.Millisecond
+)
+
+// cuttable wraps a LeaseClient; once cut, every call fails as if the API server were gone.
+type cuttable struct {
+	election.LeaseClient
+	cut   atomic.Bool
+	calls atomic.Int64
+}
+
+var errCut = errors.New("connection refused (cut by the test)")
+
+func (c *cuttable) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	c.calls.Add(1)
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Get(ctx, name, o)
+}
+
+func (c *cuttable) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	c.calls.Add(1)
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Create(ctx, l, o)
+}
+
+func (c *cuttable) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	c.calls.Add(1)
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Update(ctx, l, o)
+}
+
+func (c *cuttable) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseClient.Watch(ctx, o)
+}
+
+// term is one leadership term as the candidate saw it: from the acquisition until the
+// end of the validity it was granted, or until it stopped leading, whichever came first.
+type term struct {
+	who        string
+	start, end time.Time
+}
+
+// recorder collects the terms of all candidates.
+type recorder struct {
+	mu     sync.Mutex
+	open   map[string]*term
+	closed []term
+}
+
+func (r *recorder) callbacks(who string) election.Callbacks {
+	return election.Callbacks{
+		OnLeading: func(validUntil time.Time, newTerm bool) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if newTerm || r.open[who] == nil {
+				r.open[who] = &term{who: who, start: time.Now()}
+			}
+			r.open[who].end = validUntil
+		},
+		OnStoppedLeading: func(string) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if t := r.open[who]; t != nil {
+				if now := time.Now(); now.Before(t.end) {
+					t.end = now
+				}
+				r.closed = append(r.closed, *t)
+				delete(r.open, who)
+			}
+		},
+	}
+}
+
+func (r *recorder) leaders() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	now := time.Now()
+	for who, t := range r.open {
+		if now.Before(t.end) {
+			out = append(out, who)
+		}
+	}
+	return out
+}
+
+// assertNoOverlap checks the safety property: no two candidates were ever leader at the
+// same instant.
+func (r *recorder) assertNoOverlap(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := append([]term(nil), r.closed...)
+	for _, o := range r.open {
+		all = append(all, *o)
+	}
+	for i := range all {
+		for j := i + 1; j < len(all); j++ {
+			a, b := all[i], all[j]
+			if a.who != b.who && a.start.Before(b.end) && b.start.Before(a.end) {
+				t.Errorf("terms overlap: %s [%s, %s] and %s [%s, %s]", a.who, a.start.Format("15:04:05.000"),
+					a.end.Format("15:04:05.000"), b.who, b.start.Format("15:04:05.000"), b.end.Format("15:04:05.000"))
+			}
+		}
+	}
+}
+
+type candidate struct {
+	name   string
+	client *cuttable
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startCandidates(t *testing.T, cfg *rest.Config, lease string, rec *recorder, n int) []*candidate {
+	t.Helper()
+	var out []*candidate
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		base, err := election.NewLeaseClient(cfg, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &candidate{name: name, client: &cuttable{LeaseClient: base}, done: make(chan struct{})}
+		e, err := election.New(election.Config{
+			Leases: c.client, Name: lease, Identity: name,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			Callbacks: rec.callbacks(name), Log: testr.New(t).WithName(name),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c.cancel = cancel
+		go func() {
+			defer close(c.done)
+			_ = e.Run(ctx)
+		}()
+		t.Cleanup(func() { cancel(); <-c.done })
+		out = append(out, c)
+	}
+	return out
+}
+
+func waitForOneLeader(t *testing.T, rec *recorder, timeout time.Duration, not string) (string, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		if l := rec.leaders(); len(l) == 1 && l[0] != not {
+			return l[0], time.Since(start)
+		} else if len(l) > 1 {
+			t.Fatalf("two leaders at once: %v", l)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("no single leader (other than %q) within %s: %v", not, timeout, rec.leaders())
+	return "", 0
+}
+
+func find(cs []*candidate, name string) *candidate {
+	for _, c := range cs {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestElection(t *testing.T) {
+	cp := framework.StartControlPlane(t)
+	cfg := cp.Config
+
+	t.Run("one leader, quick handover on release", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		cs := startCandidates(t, cfg, "handover", rec, 3)
+		leader, _ := waitForOneLeader(t, rec, 10*time.Second, "")
+
+		find(cs, leader).cancel() // graceful: release on the way out
+		<-find(cs, leader).done
+		next, took := waitForOneLeader(t, rec, 3*time.Second, leader)
+		t.Logf("handover %s -> %s in %s", leader, next, took)
+		// Watch-driven: far below a lease duration (about 10ms here; the bound is generous
+		// for a loaded CI machine, and still half of what waiting for expiry would take).
+		if took > leaseDuration/2 {
+			t.Errorf("handover took %s; a released Lease must be taken without waiting for expiry (%s)", took, leaseDuration)
+		}
+		rec.assertNoOverlap(t)
+	})
+
+	t.Run("a cut-off leader is replaced only after its term ended", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		cs := startCandidates(t, cfg, "crash", rec, 3)
+		leader, _ := waitForOneLeader(t, rec, 10*time.Second, "")
+		// Let a few renewals happen, then cut the leader off.
+		time.Sleep(2 * retryPeriod)
+		find(cs, leader).client.cut.Store(true)
+		next, took := waitForOneLeader(t, rec, 5*time.Second, leader)
+		t.Logf("takeover %s -> %s after %s", leader, next, took)
+		rec.assertNoOverlap(t)
+		if took > leaseDuration+time.Second {
+			t.Errorf("takeover after %s, want about a lease duration (%s)", took, leaseDuration)
+		}
+		// Healing the partition must not produce a second leader.
+		find(cs, leader).client.cut.Store(false)
+		time.Sleep(3 * retryPeriod)
+		if l := rec.leaders(); len(l) != 1 || l[0] != next {
+			t.Errorf("after healing: leaders %v, want only %s", l, next)
+		}
+		rec.assertNoOverlap(t)
+	})
+
+	t.Run("steady state costs about one request per retry period", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		cs := startCandidates(t, cfg, "steady", rec, 3)
+		waitForOneLeader(t, rec, 10*time.Second, "")
+		time.Sleep(retryPeriod)
+		var before int64
+		for _, c := range cs {
+			before += c.client.calls.Load()
+		}
+		const window = 9 * time.Second
+		time.Sleep(window)
+		var after int64
+		for _, c := range cs {
+			after += c.client.calls.Load()
+		}
+		rate := float64(after-before) / window.Seconds()
+		t.Logf("%d Lease requests in %s: %.2f/s for 3 candidates", after-before, window, rate)
+		// Only the leader's renewals: 1/0.9s. Followers watch and send nothing.
+		if rate > 1.5 {
+			t.Errorf("%.2f requests/s, want about %.2f (followers must not poll)", rate, 1/retryPeriod.Seconds())
+		}
+		rec.assertNoOverlap(t)
+	})
+}
+

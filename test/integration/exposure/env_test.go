@@ -1,0 +1,403 @@
+package exposure_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+)
+
+const (
+	ns             = framework.Namespace
+	verifyInterval = time.Hour
+	// testTag marks the Neutron resources that the tests create themselves (node ports).
+	testTag = "kube-vip-exposure-test"
+)
+
+var (
+	setupOnce sync.Once
+	shared    *sharedEnv
+	setupErr  error
+	stopAll   []func()
+)
+
+// sharedEnv is one kube-apiserver for the whole package and the local OpenStack.
+type sharedEnv struct {
+	cp *framework.ControlPlane
+	os framework.OpenStackEnv
+	// neutron is the tests' own client (not counted by the controller's metrics).
+	neutron *openstack.Network
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for i := len(stopAll) - 1; i >= 0; i-- {
+		stopAll[i]()
+	}
+	os.Exit(code)
+}
+
+func env(t *testing.T) *sharedEnv {
+	t.Helper()
+	osEnv := framework.OpenStack(t)
+	setupOnce.Do(func() {
+		cp, err := framework.NewControlPlane()
+		if err != nil {
+			setupErr = fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+			return
+		}
+		stopAll = append(stopAll, func() { _ = cp.Stop() })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := framework.Bootstrap(ctx, cp.Client, osEnv.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+			setupErr = fmt.Errorf("bootstrapping Gardener objects: %w", err)
+			return
+		}
+		factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
+		creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
+		neutron, err := factory.Network(ctx, openstack.AuthConfig{Credentials: creds, AuthURL: osEnv.AuthURL, Region: osEnv.Region})
+		if err != nil {
+			setupErr = fmt.Errorf("authenticating the test client: %w", err)
+			return
+		}
+		shared = &sharedEnv{cp: cp, os: osEnv, neutron: neutron}
+	})
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	return shared
+}
+
+// controllerUnderTest is a manager with the exposure controller, its own metrics, client
+// factory and clock.
+type controllerUnderTest struct {
+	actuator *exposure.Actuator
+	metrics  *openstack.Metrics
+	clock    *clocktesting.FakeClock
+}
+
+func startController(t *testing.T, e *sharedEnv) *controllerUnderTest {
+	t.Helper()
+	metrics := openstack.NewMetrics(prometheus.NewRegistry())
+	clock := clocktesting.NewFakeClock(time.Now())
+	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
+		Scheme:                 e.cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
+		Controller:             config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
+		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
+		AgentImage:     "example.org/kube-vip-agent:test",
+		VerifyInterval: verifyInterval,
+		Clock:          clock,
+		MinBackoff:     200 * time.Millisecond,
+		MaxBackoff:     2 * time.Second,
+	})
+	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{
+		Actuator:   actuator,
+		Controller: controller.Options{MaxConcurrentReconciles: 1},
+	}); err != nil {
+		t.Fatalf("adding controller: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return &controllerUnderTest{actuator: actuator, metrics: metrics, clock: clock}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	if testing.Verbose() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// useIdentity gives the shoot in the Cluster a fresh technical ID, so that this test's
+// Neutron resources are tagged apart from everyone else's; it returns the identity.
+func useIdentity(t *testing.T, ctx context.Context, e *sharedEnv) string {
+	t.Helper()
+	id := "kvtest-" + randomID()
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
+		t.Fatalf("reading Cluster: %v", err)
+	}
+	var shoot map[string]any
+	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
+		t.Fatalf("decoding shoot: %v", err)
+	}
+	status, _ := shoot["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	status["technicalID"] = id
+	shoot["status"] = status
+	raw, _ := json.Marshal(shoot)
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
+	if err := e.cp.Client.Patch(ctx, cluster, patch); err != nil {
+		t.Fatalf("patching Cluster: %v", err)
+	}
+	return id
+}
+
+// nodeFixture is a control-plane Node with its own Neutron port.
+type nodeFixture struct {
+	name string
+	ip   string
+	port string
+}
+
+// createNodes creates n Neutron ports (addresses picked by Neutron; the first with extra
+// allowed address pairs that must survive) and control-plane Nodes with these addresses.
+func createNodes(t *testing.T, ctx context.Context, e *sharedEnv, id string, n int) []nodeFixture {
+	t.Helper()
+	var nodes []nodeFixture
+	for i := range n {
+		name := fmt.Sprintf("%s-cp-%d", id, i)
+		opts := ports.CreateOpts{NetworkID: e.os.NetworkID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
+			FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}}
+		if i == 0 {
+			opts.AllowedAddressPairs = []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.250/32"}}
+		}
+		p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
+		if err != nil {
+			t.Fatalf("creating node port: %v", err)
+		}
+		t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
+		if err := e.neutron.ReplacePortTags(ctx, p.ID, []string{testTag}); err != nil {
+			t.Fatalf("tagging node port: %v", err)
+		}
+		nf := nodeFixture{name: name, ip: p.FixedIPs[0].IPAddress, port: p.ID}
+		createNode(t, ctx, e, nf)
+		nodes = append(nodes, nf)
+	}
+	return nodes
+}
+
+func createNode(t *testing.T, ctx context.Context, e *sharedEnv, nf nodeFixture) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nf.name, Labels: map[string]string{exposure.LabelControlPlane: ""}}}
+	if err := e.cp.Client.Create(ctx, node); err != nil {
+		t.Fatalf("creating Node: %v", err)
+	}
+	t.Cleanup(func() { _ = e.cp.Client.Delete(context.Background(), node) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nf.ip}}
+	if err := e.cp.Client.Status().Update(ctx, node); err != nil {
+		t.Fatalf("setting Node address: %v", err)
+	}
+}
+
+type exposureOptions struct {
+	name           string
+	providerConfig string
+	secretName     string
+	nodes          []nodeFixture
+}
+
+func newExposure(o exposureOptions) *extensionsv1alpha1.SelfHostedShootExposure {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: ns},
+		Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{
+			DefaultSpec:    extensionsv1alpha1.DefaultSpec{Type: exposure.DefaultType},
+			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: o.secretName},
+			Port:           6443,
+		},
+	}
+	if o.secretName == "" {
+		exp.Spec.CredentialsRef.Name = framework.CloudProviderSecretName
+	}
+	if o.providerConfig != "" {
+		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(o.providerConfig)}
+	}
+	for _, n := range o.nodes {
+		exp.Spec.Endpoints = append(exp.Spec.Endpoints, extensionsv1alpha1.ControlPlaneEndpoint{
+			NodeName: n.name, Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}},
+		})
+	}
+	return exp
+}
+
+// create creates the exposure and registers a cleanup that deletes it and waits until it
+// is gone; it then checks that Neutron holds nothing tagged for the identity.
+func create(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, identity string) {
+	t.Helper()
+	if err := e.cp.Client.Create(ctx, exp); err != nil {
+		t.Fatalf("creating exposure: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.cp.Client.Delete(ctx, exp)
+		if err := waitGone(ctx, e, exp); err != nil {
+			t.Errorf("exposure not deleted: %v", err)
+			// Do not leave anything behind in Neutron for the others.
+			forceCleanup(ctx, e, identity)
+			return
+		}
+		if left := taggedPorts(t, ctx, e, identity); len(left) > 0 {
+			t.Errorf("after deletion Neutron still has %d ports tagged for %s", len(left), identity)
+			forceCleanup(ctx, e, identity)
+		}
+	})
+}
+
+func waitGone(ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) error {
+	for {
+		err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), &extensionsv1alpha1.SelfHostedShootExposure{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s/%s still exists: %w", exp.Namespace, exp.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func forceCleanup(ctx context.Context, e *sharedEnv, identity string) {
+	list, _ := e.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.ClusterTag(identity)}})
+	for _, p := range list {
+		fips, _ := e.neutron.FloatingIPsOfPort(ctx, p.ID)
+		for _, f := range fips {
+			_ = e.neutron.DeleteFloatingIP(ctx, f.ID)
+		}
+		_ = e.neutron.DeletePort(ctx, p.ID)
+	}
+}
+
+func taggedPorts(t *testing.T, ctx context.Context, e *sharedEnv, identity string) []ports.Port {
+	t.Helper()
+	list, err := e.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.TagExtension, openstack.ClusterTag(identity)}})
+	if err != nil {
+		t.Fatalf("listing tagged ports: %v", err)
+	}
+	return list
+}
+
+func floatingIPsOfPort(t *testing.T, ctx context.Context, e *sharedEnv, portID string) []floatingips.FloatingIP {
+	t.Helper()
+	list, err := e.neutron.FloatingIPsOfPort(ctx, portID)
+	if err != nil {
+		t.Fatalf("listing floating IPs: %v", err)
+	}
+	return list
+}
+
+// waitFor polls the exposure until cond is true.
+func waitFor(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, what string, cond func(*extensionsv1alpha1.SelfHostedShootExposure) bool) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	for {
+		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err == nil && cond(current) {
+			return current
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last status: %s", what, ctx.Err(), describe(current))
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func describe(exp *extensionsv1alpha1.SelfHostedShootExposure) string {
+	b, _ := json.Marshal(exp.Status)
+	return string(b)
+}
+
+func succeeded(exp *extensionsv1alpha1.SelfHostedShootExposure) bool {
+	lo := exp.Status.LastOperation
+	return lo != nil && lo.State == "Succeeded" && exp.Status.ObservedGeneration == exp.Generation && len(exp.Status.Ingress) > 0
+}
+
+// triggerReconcile sets the operation annotation as gardenlet does (and applies mutate in
+// the same patch). It returns a function that waits until the reconciliation it triggered
+// has succeeded. lastOperation has a resolution of one second, so it first waits until a
+// new second begins after the last operation.
+func triggerReconcile(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, mutate func(*extensionsv1alpha1.SelfHostedShootExposure)) func() *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+		t.Fatalf("reading exposure: %v", err)
+	}
+	var before time.Time
+	if lo := current.Status.LastOperation; lo != nil {
+		before = lo.LastUpdateTime.Time
+	}
+	if wait := time.Until(before.Add(time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
+	patch := client.MergeFrom(current.DeepCopy())
+	metav1.SetMetaDataAnnotation(&current.ObjectMeta, v1beta1constants.GardenerOperation, v1beta1constants.GardenerOperationReconcile)
+	if mutate != nil {
+		mutate(current)
+	}
+	if err := e.cp.Client.Patch(ctx, current, patch); err != nil {
+		t.Fatalf("patching exposure: %v", err)
+	}
+	return func() *extensionsv1alpha1.SelfHostedShootExposure {
+		return waitFor(t, ctx, e, exp, "the triggered reconciliation", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+			_, annotated := x.Annotations[v1beta1constants.GardenerOperation]
+			lo := x.Status.LastOperation
+			return !annotated && lo != nil && lo.State == "Succeeded" && lo.LastUpdateTime.Time.After(before) && x.Status.ObservedGeneration == x.Generation
+		})
+	}
+}
+
+func testLogger(t *testing.T) logr.Logger {
+	return zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t}))
+}
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+func portFilterIP(networkID, ip string) openstack.PortFilter {
+	return openstack.PortFilter{NetworkID: networkID, FixedIPs: []string{ip}}
+}

@@ -1,0 +1,4 @@
+// Package foundation checks the real parts that every other integration test builds on:
+// kube-apiserver and etcd with Gardener's CRDs, the Gardener objects of test/framework,
+// Keystone and Neutron of hack/openstack.sh, and network namespaces.
+package foundation

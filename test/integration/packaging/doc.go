@@ -1,0 +1,6 @@
+// Package packaging tests the extension's packaging: the Helm chart rendered through
+// gardener's chart renderer and applied to a real kube-apiserver (server-side dry run, and
+// for real to check its RBAC by impersonating the controller), the registration manifests
+// decoded strictly with gardener's own types, the generated ControllerRegistration against
+// the chart, and the Dockerfiles against the Go packages of the binaries.
+package packaging
