@@ -37,6 +37,7 @@ install-deps:
 .PHONY: generate
 generate:
 	$(GO) tool deepcopy-gen --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./controller/apis/v1alpha1
+	$(GO) run ./manifests/gen/cmd/generate-registration
 
 # Fails if `make generate` would change any file (runs the generators in a copy of the tree).
 .PHONY: check-generate

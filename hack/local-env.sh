@@ -4,7 +4,8 @@
 # shoot (test/framework/localenv), all in the background.
 #
 #   hack/local-env.sh up       start (or reuse) everything; writes .local/kubeconfig and .local/env.sh
-#   hack/local-env.sh down     stop exactly what `up` started, by PID
+#   hack/local-env.sh down     stop exactly what `up` started, by PID (Keystone + Neutron only
+#                              if `up` started them)
 #   hack/local-env.sh status   print what runs; exit 0 only if everything runs
 #
 # `source .local/env.sh` then gives KUBECONFIG and the OpenStack variables.
@@ -16,6 +17,7 @@ PIDFILE=$LOCAL/localenv.pid
 LOGFILE=$LOCAL/localenv.log
 BINARY=$ROOT/bin/localenv
 KUBECONFIG_FILE=$LOCAL/kubeconfig
+OPENSTACK_MARKER=$LOCAL/localenv.openstack-started
 export GONOSUMDB=${GONOSUMDB:-github.com/gardener,github.com/kube-vip,github.com/mdlayher}
 
 log() { echo "local-env: $*" >&2; }
@@ -30,8 +32,11 @@ localenv_pid() { # prints the PID if the recorded process is alive and is our lo
 }
 
 up() {
-  local t0=$SECONDS pid assets i
+  local t0=$SECONDS pid assets
   assets=$("$ROOT/hack/build-kube-binaries.sh")
+  mkdir -p "$LOCAL"
+  # Remember whether this brought Keystone + Neutron up, so that `down` stops only what `up` started.
+  if ! "$ROOT/hack/openstack.sh" status >/dev/null 2>&1; then touch "$OPENSTACK_MARKER"; fi
   "$ROOT/hack/openstack.sh" up
   if pid=$(localenv_pid) && [ -s "$KUBECONFIG_FILE" ]; then
     log "kube-apiserver already runs (localenv pid $pid)"
@@ -43,7 +48,7 @@ up() {
     KUBEBUILDER_ASSETS=$assets setsid "$BINARY" --kubeconfig "$KUBECONFIG_FILE" \
       --openstack-env "$LOCAL/openstack/env.sh" >"$LOGFILE" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
-    for i in $(seq 1 240); do
+    for _ in $(seq 1 240); do
       [ -s "$KUBECONFIG_FILE" ] && break
       kill -0 "$(cat "$PIDFILE")" 2>/dev/null || { tail -20 "$LOGFILE" >&2; die "localenv exited"; }
       sleep 0.5
@@ -59,7 +64,7 @@ EOF
 }
 
 stop_localenv() {
-  local pid kids k i
+  local pid kids k
   if ! pid=$(localenv_pid); then
     rm -f "$PIDFILE"
     return 0
@@ -68,10 +73,10 @@ stop_localenv() {
   kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
   log "stopping localenv pid $pid (children: ${kids:-none})"
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
   if kill -0 "$pid" 2>/dev/null; then log "localenv ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
   for k in $kids; do
-    for i in $(seq 1 20); do kill -0 "$k" 2>/dev/null || break; sleep 0.25; done
+    for _ in $(seq 1 20); do kill -0 "$k" 2>/dev/null || break; sleep 0.25; done
     if [ -r "/proc/$k/cmdline" ] && tr '\0' ' ' <"/proc/$k/cmdline" | grep -qE 'kube-apiserver|etcd'; then
       log "child $k still alive, killing"
       kill -KILL "$k" 2>/dev/null || true
@@ -83,7 +88,12 @@ stop_localenv() {
 down() {
   stop_localenv
   rm -f "$LOCAL/env.sh"
-  "$ROOT/hack/openstack.sh" down
+  if [ -e "$OPENSTACK_MARKER" ]; then
+    "$ROOT/hack/openstack.sh" down
+    rm -f "$OPENSTACK_MARKER"
+  else
+    log "leaving Keystone + Neutron running: they ran before \`up\` (stop them with hack/openstack.sh down)"
+  fi
 }
 
 status() {

@@ -175,8 +175,9 @@ port_free() {
 provision_keystone() {
   local t tok svc itf demo_tok ac_id ac_secret
   t=$(now)
-  tok=$(token admin "$ADMIN_PASSWORD" admin)
-  [ -n "$tok" ] || die "no admin token from keystone"
+  ADMIN_TOKEN=$(token admin "$ADMIN_PASSWORD" admin)
+  [ -n "$ADMIN_TOKEN" ] || die "no admin token from keystone"
+  tok=$ADMIN_TOKEN
   ks() { # ks METHOD PATH [BODY]
     if [ -n "${3:-}" ]; then
       curl -fsS -m 30 -X "$1" -H "X-Auth-Token: $tok" -H 'Content-Type: application/json' -d "$3" "$KEYSTONE_URL$2"
@@ -194,7 +195,6 @@ provision_keystone() {
   ks_ensure roles service '{"role":{"name":"service"}}' >/dev/null
   SERVICE_PROJECT_ID=$(ks_ensure projects service '{"project":{"name":"service","domain_id":"default"}}')
   DEMO_PROJECT_ID=$(ks_ensure projects demo '{"project":{"name":"demo","domain_id":"default"}}')
-  ADMIN_PROJECT_ID=$(ks GET "/v3/projects?name=admin" | jq -r '.projects[0].id')
   local neutron_user demo_user
   neutron_user=$(ks_ensure users neutron '{"user":{"name":"neutron","domain_id":"default","password":"'"$NEUTRON_PASSWORD"'"}}')
   demo_user=$(ks_ensure users demo '{"user":{"name":"demo","domain_id":"default","password":"'"$DEMO_PASSWORD"'"}}')
@@ -210,7 +210,9 @@ provision_keystone() {
 
   # The application credential's secret is only shown at creation: keep it in run/, and
   # re-create the credential if the secret got lost.
-  demo_tok=$(token demo "$DEMO_PASSWORD" demo)
+  DEMO_TOKEN=$(token demo "$DEMO_PASSWORD" demo)
+  [ -n "$DEMO_TOKEN" ] || die "no demo token from keystone"
+  demo_tok=$DEMO_TOKEN
   ac_id=$(curl -fsS -m 30 -H "X-Auth-Token: $demo_tok" "$KEYSTONE_URL/v3/users/$demo_user/application_credentials?name=kube-vip" |
     jq -r '.application_credentials[0].id // empty')
   ac_secret=$(cat "$RUN/appcred-secret" 2>/dev/null || true)
@@ -357,8 +359,7 @@ EOF
 }
 
 start_neutron() {
-  local t tok
-  tok=$(token admin "$ADMIN_PASSWORD" admin)
+  local t tok=$ADMIN_TOKEN
   if pid_of neutron-server >/dev/null && [ "$(http_code -H "X-Auth-Token: $tok" "$NEUTRON_URL/v2.0/networks")" = 200 ]; then
     log "neutron already runs (pid $(pid_of neutron-server))"
     return 0
@@ -380,8 +381,7 @@ start_neutron() {
 provision_neutron() {
   local t admin_tok demo_tok
   t=$(now)
-  admin_tok=$(token admin "$ADMIN_PASSWORD" admin)
-  demo_tok=$(token demo "$DEMO_PASSWORD" demo)
+  admin_tok=$ADMIN_TOKEN demo_tok=$DEMO_TOKEN
   nt() { # nt TOKEN METHOD PATH [BODY]
     if [ -n "${4:-}" ]; then
       curl -fsS -m 60 -X "$2" -H "X-Auth-Token: $1" -H 'Content-Type: application/json' -d "$4" "$NEUTRON_URL/v2.0$3"

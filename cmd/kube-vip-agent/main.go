@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent"
 )
@@ -62,6 +63,7 @@ func run(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	klog.SetLogger(log) // client-go logs through the same structured logger
 	log.Info("Starting kube-vip-agent", "version", version)
 	if err := agent.Run(ctx, log, cfg); err != nil {
 		log.Error(err, "Agent failed")

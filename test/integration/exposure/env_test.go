@@ -249,6 +249,7 @@ func newExposure(o exposureOptions) *extensionsv1alpha1.SelfHostedShootExposure 
 			DefaultSpec:    extensionsv1alpha1.DefaultSpec{Type: exposure.DefaultType},
 			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: o.secretName},
 			Port:           6443,
+			Endpoints:      []extensionsv1alpha1.ControlPlaneEndpoint{},
 		},
 	}
 	if o.secretName == "" {
