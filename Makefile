@@ -1,6 +1,6 @@
 # gardener-extension-kube-vip
 #
-#   make demo   local Keystone + Neutron + kube-apiserver with a self-hosted shoot's objects
+#   make demo   the extension end to end on network namespaces + local Keystone/Neutron (make demo-down stops it)
 #   make test   vet, check-generate, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
@@ -92,13 +92,14 @@ env-status:
 	hack/local-env.sh status
 
 .PHONY: demo demo-down
-demo: env-up
-	@echo; \
-	echo "The local environment runs (Keystone, Neutron, kube-apiserver with a self-hosted shoot's objects):"; \
-	echo "  source .local/env.sh          # KUBECONFIG and the OpenStack variables (OS_*, NETWORK_ID, ...)"; \
-	echo "  kubectl get cluster,infrastructure -A"; \
-	echo "  make demo-down                # stop everything"
-demo-down: env-down
+# The extension end to end (root, ~2 min once the kube binaries are built): a self-hosted
+# shoot of network namespaces, local Keystone + Neutron, the controller, the agents, a
+# SelfHostedShootExposure and a live failover; runs on in the background (hack/demo.sh).
+demo:
+	hack/demo.sh up
+# Stops the demo (its exposure is deleted through the controller), then the local env.
+demo-down:
+	hack/demo.sh down
 
 .PHONY: bench
 # Failover benchmark (root, ~20 min on 2 cores): tables on stdout, test/bench/out/{results.json,timeline.png}.

@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // Config is the agent's configuration, filled from flags.
@@ -45,13 +49,14 @@ type Config struct {
 
 // DefaultConfig returns the defaults documented in docs/design.md.
 func DefaultConfig() Config {
+	t := timing.Defaults()
 	return Config{
 		LeaseName:              "kube-vip-agent",
 		LeaseNamespace:         "kube-system",
-		LeaseDuration:          1500 * time.Millisecond,
-		RenewDeadline:          1300 * time.Millisecond,
-		RetryPeriod:            900 * time.Millisecond,
-		VIPLifetime:            time.Second,
+		LeaseDuration:          t.LeaseDuration,
+		RenewDeadline:          t.RenewDeadline,
+		RetryPeriod:            t.RetryPeriod,
+		VIPLifetime:            t.VIPLifetime,
 		ARPInterval:            5 * time.Second,
 		APIServerURL:           "https://127.0.0.1:6443",
 		APIServerServerName:    "kubernetes.default.svc",
@@ -64,9 +69,23 @@ func DefaultConfig() Config {
 	}
 }
 
-// minRefreshWindow is the least time a leader must have, after the start of a renewal, to
-// refresh the VIP's lifetime within its term.
-const minRefreshWindow = 100 * time.Millisecond
+func (c *Config) timings() timing.Timings {
+	return timing.Timings{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline,
+		RetryPeriod: c.RetryPeriod, VIPLifetime: c.VIPLifetime}
+}
+
+// kebab turns a timing's field name into its flag name (renewDeadline → renew-deadline).
+func kebab(f timing.Field) string {
+	var b strings.Builder
+	for _, r := range string(f) {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // Validate checks the configuration and explains every problem it finds.
 func (c *Config) Validate() error {
@@ -84,15 +103,8 @@ func (c *Config) Validate() error {
 	if c.LeaseName == "" || c.LeaseNamespace == "" {
 		add("--lease-name and --lease-namespace must not be empty")
 	}
-	if c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline {
-		add("need 0 < --retry-period (%s) < --renew-deadline (%s) < --lease-duration (%s)",
-			c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
-	}
-	if c.VIPLifetime < time.Second || c.VIPLifetime%time.Second != 0 {
-		add("--vip-lifetime (%s) must be a whole number of seconds, at least 1s", c.VIPLifetime)
-	} else if c.RenewDeadline-c.VIPLifetime-lifetimeSlack < minRefreshWindow {
-		add("--renew-deadline (%s) must exceed --vip-lifetime (%s) by at least %s, so that the leader can refresh the VIP within its term",
-			c.RenewDeadline, c.VIPLifetime, lifetimeSlack+minRefreshWindow)
+	for _, p := range c.timings().Problems() {
+		add("--%s (%s) %s", kebab(p.Field), p.Value, p.Message)
 	}
 	if c.ARPInterval < 100*time.Millisecond {
 		add("--arp-interval (%s) must be at least 100ms", c.ARPInterval)

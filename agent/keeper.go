@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // address is the VIP on the node's NIC.
@@ -24,10 +26,8 @@ type announcer interface {
 	Announce(ctx context.Context) (sent int, err error)
 }
 
-// lifetimeSlack covers the kernel's rounding of address lifetimes: an IPv4 address with
-// valid_lft N is removed about N seconds after it was last set; the check runs from a
-// kernel work queue, which may run it a little late.
-const lifetimeSlack = 50 * time.Millisecond
+// lifetimeSlack: see timing.LifetimeSlack.
+const lifetimeSlack = timing.LifetimeSlack
 
 // keeper holds the VIP on the NIC while, and only while, the election says this node
 // leads. Every refresh gives the address a kernel lifetime that ends before the leader's

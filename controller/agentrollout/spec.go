@@ -110,6 +110,7 @@ func (s Spec) args() []string {
 	duration("lease-duration", a.LeaseDuration)
 	duration("renew-deadline", a.RenewDeadline)
 	duration("retry-period", a.RetryPeriod)
+	duration("vip-lifetime", a.VIPLifetime)
 	duration("arp-interval", a.ARPInterval)
 	if h := a.HealthCheck; h != nil {
 		duration("health-period", h.Period)

@@ -35,6 +35,7 @@ func TestArgsFull(t *testing.T) {
 			Interface:     ptr.To("eth1"),
 			LeaseDuration: d(3 * time.Second),
 			RenewDeadline: d(2500 * time.Millisecond),
+			VIPLifetime:   d(2 * time.Second),
 			RetryPeriod:   d(time.Second),
 			ARPInterval:   d(10 * time.Second),
 			HealthCheck: &v1alpha1.HealthCheck{
@@ -54,6 +55,7 @@ func TestArgsFull(t *testing.T) {
 		"--lease-duration=3s",
 		"--renew-deadline=2.5s",
 		"--retry-period=1s",
+		"--vip-lifetime=2s",
 		"--arp-interval=10s",
 		"--health-period=100ms",
 		"--health-timeout=300ms",

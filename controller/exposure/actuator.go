@@ -52,7 +52,8 @@ type AgentDeployer interface {
 type ActuatorOptions struct {
 	// ClientFactory gives the Neutron clients. Required.
 	ClientFactory openstack.ClientFactory
-	// Agent rolls out the node agent. Default: agentrollout.New(mgr.GetClient()).
+	// Agent rolls out the node agent. Default: agentrollout.New(mgr.GetClient()) reading
+	// through the API reader, so that no cluster-wide informers for Pods are started.
 	Agent AgentDeployer
 	// AgentImage is the kube-vip-agent image.
 	AgentImage string
@@ -80,7 +81,7 @@ var _ selfhostedshootexposure.Actuator = (*Actuator)(nil)
 // NewActuator returns the actuator.
 func NewActuator(mgr manager.Manager, opts ActuatorOptions) *Actuator {
 	if opts.Agent == nil {
-		opts.Agent = agentrollout.New(mgr.GetClient())
+		opts.Agent = agentrollout.New(mgr.GetClient()).WithReader(mgr.GetAPIReader())
 	}
 	if opts.VerifyInterval == 0 {
 		opts.VerifyInterval = DefaultVerifyInterval

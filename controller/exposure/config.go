@@ -16,15 +16,8 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
-)
-
-// Agent timing defaults; they mirror the agent's own flag defaults (docs/design.md).
-const (
-	defaultLeaseDuration = 1500 * time.Millisecond
-	defaultRenewDeadline = 1300 * time.Millisecond
-	defaultRetryPeriod   = 900 * time.Millisecond
-	defaultVIPLifetime   = time.Second
 )
 
 var decoder runtime.Decoder
@@ -249,15 +242,16 @@ func validateAgent(agent *v1alpha1.AgentConfig, fldPath *field.Path) field.Error
 	positive(agent.ARPInterval, "arpInterval")
 	positive(agent.VIPLifetime, "vipLifetime")
 
-	lease, renew, retry := durationOr(agent.LeaseDuration, defaultLeaseDuration), durationOr(agent.RenewDeadline, defaultRenewDeadline), durationOr(agent.RetryPeriod, defaultRetryPeriod)
-	if retry > 0 && renew > 0 && retry >= renew {
-		errs = append(errs, field.Invalid(fldPath.Child("retryPeriod"), retry.String(), fmt.Sprintf("must be shorter than renewDeadline (%s)", renew)))
+	// The agent refuses timings that break its rules; refuse them here, before rollout.
+	def := timing.Defaults()
+	t := timing.Timings{
+		LeaseDuration: durationOr(agent.LeaseDuration, def.LeaseDuration),
+		RenewDeadline: durationOr(agent.RenewDeadline, def.RenewDeadline),
+		RetryPeriod:   durationOr(agent.RetryPeriod, def.RetryPeriod),
+		VIPLifetime:   durationOr(agent.VIPLifetime, def.VIPLifetime),
 	}
-	if renew > 0 && lease > 0 && renew >= lease {
-		errs = append(errs, field.Invalid(fldPath.Child("renewDeadline"), renew.String(), fmt.Sprintf("must be shorter than leaseDuration (%s)", lease)))
-	}
-	if agent.VIPLifetime != nil && agent.VIPLifetime.Duration > 0 && agent.VIPLifetime.Duration%time.Second != 0 {
-		errs = append(errs, field.Invalid(fldPath.Child("vipLifetime"), agent.VIPLifetime.Duration.String(), "must be whole seconds"))
+	for _, p := range t.Problems() {
+		errs = append(errs, field.Invalid(fldPath.Child(string(p.Field)), p.Value.String(), p.Message))
 	}
 	if agent.Interface != nil && *agent.Interface == "" {
 		errs = append(errs, field.Invalid(fldPath.Child("interface"), "", "must not be empty when set"))

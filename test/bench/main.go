@@ -42,6 +42,7 @@ type options struct {
 	skipController  bool
 	verbose         bool
 	noFailoverLimit int
+	from            string
 }
 
 func main() {
@@ -57,6 +58,7 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
+	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of an earlier results.json instead of running")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,6 +82,9 @@ func newLogger(verbose bool) logr.Logger {
 
 func run(ctx context.Context, o options) error {
 	log := newLogger(o.verbose)
+	if o.from != "" {
+		return rerender(o)
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (network namespaces, CAP_NET_ADMIN/CAP_NET_RAW)")
 	}
@@ -173,6 +178,25 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rerender prints the tables of an earlier results.json and redraws its timeline.
+func rerender(o options) error {
+	res, err := report.ReadJSON(o.from)
+	if err != nil {
+		return err
+	}
+	if err := report.PrintFailover(os.Stdout, res); err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := report.PrintSteady(os.Stdout, res); err != nil {
+		return err
+	}
+	for _, n := range res.Notes {
+		fmt.Println("note:", n)
+	}
+	return report.WriteTimeline(res, filepath.Join(o.out, "timeline.png"))
 }
 
 // plannedSystem is a system and its run counts.

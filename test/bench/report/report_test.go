@@ -85,8 +85,11 @@ func TestTimelineAndJSON(t *testing.T) {
 	if err := r.WriteJSON(js); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(js)
-	if !strings.Contains(string(b), `"name": "kube-vip defaults"`) {
-		t.Fatalf("json: %s", b)
+	back, err := ReadJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := back.System(Baseline); !ok || s.Scenarios[1].Timeout != 15*time.Second || s.Scenarios[0].Outage().P50 != 1600*time.Millisecond {
+		t.Fatalf("results did not survive JSON: %+v", back.Systems)
 	}
 }

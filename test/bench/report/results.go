@@ -135,3 +135,16 @@ func (r *Results) WriteJSON(path string) error {
 	}
 	return nil
 }
+
+// ReadJSON reads results written by WriteJSON.
+func ReadJSON(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -130,6 +130,11 @@ func TestErrorsInStatus(t *testing.T) {
 			}
 			exp := newExposure(exposureOptions{name: identity, secretName: secretName, providerConfig: tc.providerConfig})
 			create(t, ctx, e, exp, identity)
+			if secretName != "" {
+				// Deletion needs working credentials (it must look for tagged resources):
+				// repair them first, as an operator would (cleanups run last-in first-out).
+				t.Cleanup(func() { repairSecret(t, e, secretName) })
+			}
 			got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 				return x.Status.LastError != nil
 			})
@@ -201,4 +206,18 @@ func freeAddress(t *testing.T, ctx context.Context, e *sharedEnv) string {
 	}
 	t.Fatal("no free address in the node subnet")
 	return ""
+}
+
+func repairSecret(t *testing.T, e *sharedEnv, name string) {
+	s := &corev1.Secret{}
+	if err := e.cp.Client.Get(context.Background(), clientKey(name), s); err != nil {
+		t.Errorf("reading Secret: %v", err)
+		return
+	}
+	s.Data["password"] = []byte(e.os.Password)
+	delete(s.Data, "applicationCredentialID")
+	delete(s.Data, "applicationCredentialSecret")
+	if err := e.cp.Client.Update(context.Background(), s); err != nil {
+		t.Errorf("repairing Secret: %v", err)
+	}
 }

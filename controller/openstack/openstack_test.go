@@ -1,0 +1,149 @@
+package openstack
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+)
+
+func TestCredentialsFromSecretData(t *testing.T) {
+	base := map[string]string{"domainName": "Default", "tenantName": "demo"}
+	with := func(kv ...string) map[string][]byte {
+		d := map[string][]byte{}
+		for k, v := range base {
+			d[k] = []byte(v)
+		}
+		for i := 0; i < len(kv); i += 2 {
+			d[kv[i]] = []byte(kv[i+1])
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		name    string
+		data    map[string][]byte
+		wantErr string
+		appCred bool
+	}{
+		{name: "password", data: with("username", "u", "password", "s3cret-pw")},
+		{name: "app credential by id", data: with("applicationCredentialID", "id", "applicationCredentialSecret", "s3cret-ac"), appCred: true},
+		{name: "app credential by name", data: with("applicationCredentialName", "n", "username", "u", "applicationCredentialSecret", "s3cret-ac"), appCred: true},
+		{name: "both forms", data: with("username", "u", "password", "s3cret-pw", "applicationCredentialID", "id", "applicationCredentialSecret", "s3cret-ac"), wantErr: "not both"},
+		{name: "nothing", data: with(), wantErr: "give either"},
+		{name: "name without user", data: with("applicationCredentialName", "n", "applicationCredentialSecret", "s3cret-ac"), wantErr: `"username" is needed`},
+		{name: "no domain", data: map[string][]byte{"tenantName": []byte("demo"), "username": []byte("u"), "password": []byte("s3cret-pw")}, wantErr: `"domainName" is missing`},
+		{name: "insecure other than true", data: with("username", "u", "password", "s3cret-pw", "insecure", "yes"), wantErr: `"insecure"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := CredentialsFromSecretData(tc.data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrInvalidCredentials) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("error leaks a secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.UsesApplicationCredential() != tc.appCred {
+				t.Errorf("application credential %v, want %v", c.UsesApplicationCredential(), tc.appCred)
+			}
+			if strings.Contains(c.String(), "s3cret") {
+				t.Errorf("String leaks a secret: %s", c)
+			}
+		})
+	}
+}
+
+func TestHashSecretData(t *testing.T) {
+	a := HashSecretData(map[string][]byte{"a": []byte("bc")})
+	b := HashSecretData(map[string][]byte{"ab": []byte("c")})
+	if a == b || a != HashSecretData(map[string][]byte{"a": []byte("bc")}) {
+		t.Errorf("hash not injective or not stable: %s %s", a, b)
+	}
+}
+
+func TestClassifyRequest(t *testing.T) {
+	for path, want := range map[string]string{
+		"/v2.0/ports": "network GET ports",
+		"/v2.0/ports/5e223690-fb35-4c26-84a2-0421b0fdffe4":      "network GET ports",
+		"/v2.0/ports/5e223690-fb35-4c26-84a2-0421b0fdffe4/tags": "network GET ports/tags",
+		"/v3/auth/tokens": "identity GET auth/tokens",
+		"/identity/v3/users/924ee7e8b19f48f594733108201f7fb9": "identity GET users",
+	} {
+		u, _ := url.Parse("http://127.0.0.1" + path)
+		service, op := classifyRequest(&http.Request{Method: http.MethodGet, URL: u})
+		if got := service + " " + op; got != want {
+			t.Errorf("%s: got %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestPairs(t *testing.T) {
+	existing := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.9/32", MACAddress: "fa:16:3e:00:00:01"}}
+	merged, changed := MergePair(existing, "198.18.0.5")
+	if !changed || len(merged) != 3 || merged[2].IPAddress != "198.18.0.5/32" || merged[1] != existing[1] {
+		t.Fatalf("merge: %v %v", merged, changed)
+	}
+	if _, changed := MergePair(merged, "198.18.0.5"); changed {
+		t.Error("merging twice changed the pairs")
+	}
+	if _, changed := MergePair([]ports.AddressPair{{IPAddress: "198.18.0.5"}}, "198.18.0.5"); changed {
+		t.Error("a bare address counts as the host pair")
+	}
+	rest, changed := RemovePair(merged, "198.18.0.5")
+	if !changed || len(rest) != 2 || rest[0] != existing[0] || rest[1] != existing[1] {
+		t.Fatalf("remove: %v %v", rest, changed)
+	}
+	if _, changed := RemovePair(existing, "198.18.0.5"); changed {
+		t.Error("removing an absent pair changed the pairs")
+	}
+	if HostPair("2001:db8::1") != "2001:db8::1/128" {
+		t.Error("IPv6 host pair")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	resp := func(code int, body string) error {
+		return gophercloud.ErrUnexpectedResponseCode{Actual: code, Body: []byte(body), URL: "http://x/v2.0/ports", Method: "POST"}
+	}
+	for _, tc := range []struct {
+		name      string
+		err       error
+		code      gardencorev1beta1.ErrorCode
+		transient bool
+	}{
+		{"401", resp(401, `{"error":{"code":401,"message":"The request you have made requires authentication."}}`), gardencorev1beta1.ErrorInfraUnauthenticated, false},
+		{"quota", resp(409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port']."}}`), gardencorev1beta1.ErrorInfraQuotaExceeded, false},
+		{"conflict", resp(409, `{"NeutronError":{"type":"FloatingIPPortAlreadyAssociated","message":"taken"}}`), gardencorev1beta1.ErrorInfraDependencies, false},
+		{"network missing", resp(404, `{"NeutronError":{"type":"NetworkNotFound","message":"Network x could not be found."}}`), gardencorev1beta1.ErrorConfigurationProblem, false},
+		{"ip taken", resp(409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"in use"}}`), gardencorev1beta1.ErrorConfigurationProblem, false},
+		{"server error", resp(503, `oops`), "", true},
+		{"stale revision", resp(412, `{}`), "", true},
+		{"connection", errors.New("dial tcp: connection refused"), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Classify(tc.err, "create the VIP port")
+			codes := v1beta1helper.ExtractErrorCodes(err)
+			if tc.code == "" && len(codes) != 0 || tc.code != "" && (len(codes) != 1 || codes[0] != tc.code) {
+				t.Errorf("codes %v, want %q", codes, tc.code)
+			}
+			if IsTransient(err) != tc.transient {
+				t.Errorf("transient %v, want %v", IsTransient(err), tc.transient)
+			}
+			if !strings.HasPrefix(err.Error(), "create the VIP port failed") || strings.Contains(err.Error(), "http://x") {
+				t.Errorf("message %q", err.Error())
+			}
+		})
+	}
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot made of
+# network namespaces (test/netns), the local Keystone + Neutron (hack/openstack.sh), the
+# controller and the node agents, a SelfHostedShootExposure and a live failover. The demo
+# program (test/demo) runs in the background until `down`.
+#
+#   hack/demo.sh up                 build, start in the background, stream the progress until READY
+#   hack/demo.sh down               stop the demo (it deletes the exposure through the controller,
+#                                   stops the agents and removes its namespaces), then hack/local-env.sh down
+#   hack/demo.sh status             what runs
+#   hack/demo.sh neutron PATH [JQ]  GET a Neutron API path as the demo project, e.g. '/v2.0/ports'
+#
+# DEMO_KEEP_ENV=1 makes `down` leave Keystone + Neutron running (e.g. when other work uses them).
+# Needs root. State, logs and kubeconfigs: .local/demo/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LOCAL=$ROOT/.local
+DEMO=$LOCAL/demo
+BIN=$DEMO/bin
+PIDFILE=$DEMO/demo.pid
+LOG=$DEMO/demo.log
+OS_ENV=$LOCAL/openstack/env.sh
+PREFIX=kvd-
+METRICS_ADDRESS=127.0.0.1:18480
+READY_TIMEOUT=${DEMO_READY_TIMEOUT:-900}
+STOP_TIMEOUT=240
+export GONOSUMDB=${GONOSUMDB:-github.com/gardener,github.com/kube-vip,github.com/mdlayher}
+
+log() { echo "demo: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+demo_pid() { # prints the PID if the recorded process is alive and is our demo program
+  local pid
+  [ -f "$PIDFILE" ] || return 1
+  pid=$(cat "$PIDFILE")
+  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$BIN/demo --state-dir $DEMO" || return 1
+  echo "$pid"
+}
+
+# follow_until PID PATTERN TIMEOUT-S: print the log as it grows until a line matches
+# PATTERN (returns 0), the process exits (1) or the time is up (2).
+follow_until() {
+  local pid=$1 pattern=$2 timeout=$3 tailpid rc=2 i
+  tail -n +1 -f "$LOG" &
+  tailpid=$!
+  for i in $(seq 1 $((timeout * 4))); do
+    if grep -qE "$pattern" "$LOG" 2>/dev/null; then rc=0; break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then rc=1; break; fi
+    sleep 0.25
+  done
+  sleep 0.3 # let tail print the last lines
+  kill "$tailpid" 2>/dev/null || true
+  wait "$tailpid" 2>/dev/null || true
+  return $rc
+}
+
+# wait_exit PID TIMEOUT-S: stream the log until the process is gone; SIGKILL after the timeout.
+wait_exit() {
+  local pid=$1 timeout=$2 tailpid i
+  tail -n 0 -f "$LOG" &
+  tailpid=$!
+  for i in $(seq 1 $((timeout * 4))); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.25
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "pid $pid did not stop within ${timeout}s, killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.5
+  fi
+  sleep 0.3
+  kill "$tailpid" 2>/dev/null || true
+  wait "$tailpid" 2>/dev/null || true
+}
+
+# remove_namespaces PATTERN: delete the demo's namespaces whose names match (and what runs in them).
+remove_namespaces() {
+  local ns p
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "$1" || true); do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    ip netns delete "$ns" 2>/dev/null || true
+    log "removed leftover namespace $ns"
+  done
+}
+
+# stale namespaces of a demo whose process is gone (a crash or SIGKILL)
+sweep_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX" || true); do
+    pid=${ns#"$PREFIX"}
+    pid=${pid%%-*}
+    if ! kill -0 "$pid" 2>/dev/null; then remove_namespaces "^$ns\$"; fi
+  done
+}
+
+up() {
+  local t0=$SECONDS pid assets rc
+  [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
+  if pid=$(demo_pid); then
+    log "the demo runs already (pid $pid); see: hack/demo.sh status, $LOG; stop it with: make demo-down"
+    return 0
+  fi
+  rm -f "$PIDFILE"
+  sweep_stale
+  mkdir -p "$BIN"
+  assets=$("$ROOT/hack/build-kube-binaries.sh")
+  "$ROOT/hack/openstack.sh" up
+  log "building kube-vip-agent and the demo program"
+  (cd "$ROOT" && go build -o "$BIN/kube-vip-agent" ./cmd/kube-vip-agent && go build -o "$BIN/demo" ./test/demo)
+
+  setsid "$BIN/demo" --state-dir "$DEMO" --kube-bin-dir "$assets" --agent-binary "$BIN/kube-vip-agent" \
+    --openstack-env "$OS_ENV" --prefix "$PREFIX" --metrics-address "$METRICS_ADDRESS" >"$LOG" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$PIDFILE"
+  log "demo program started (pid $pid, log $LOG)"
+  # Ctrl-C while it comes up stops it cleanly.
+  trap 'log "interrupted; stopping the demo"; kill -TERM "$pid" 2>/dev/null || true; wait_exit "$pid" "$STOP_TIMEOUT"; rm -f "$PIDFILE"; exit 130' INT TERM
+
+  rc=0
+  follow_until "$pid" '^READY' "$READY_TIMEOUT" || rc=$?
+  trap - INT TERM
+  case $rc in
+  0)
+    log "up in $((SECONDS - t0))s; the demo keeps running in the background. Stop everything with: make demo-down"
+    ;;
+  *)
+    if [ "$rc" = 2 ]; then
+      log "no READY within ${READY_TIMEOUT}s; stopping the demo"
+      kill -TERM "$pid" 2>/dev/null || true
+    else
+      log "the demo program exited before it was ready; waiting for its teardown"
+    fi
+    wait_exit "$pid" "$STOP_TIMEOUT" >/dev/null
+    rm -f "$PIDFILE"
+    echo "----- last lines of $LOG" >&2
+    tail -n 25 "$LOG" >&2
+    echo "----- controller log: $DEMO/controller.log; Keystone + Neutron still run (make demo-down stops them)" >&2
+    exit 1
+    ;;
+  esac
+}
+
+down() {
+  local pid left
+  if pid=$(demo_pid); then
+    log "stopping the demo (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_exit "$pid" "$STOP_TIMEOUT"
+    remove_namespaces "^$PREFIX$pid-"
+  else
+    log "the demo does not run"
+  fi
+  rm -f "$PIDFILE"
+  sweep_stale
+  if [ "${DEMO_KEEP_ENV:-}" = 1 ]; then
+    log "DEMO_KEEP_ENV=1: leaving Keystone + Neutron running"
+  else
+    "$ROOT/hack/local-env.sh" down
+  fi
+
+  left=""
+  if ip netns list 2>/dev/null | grep -q "^$PREFIX"; then left+=" namespaces:$(ip netns list | awk '{print $1}' | grep "^$PREFIX" | tr '\n' ' ')"; fi
+  if pgrep -f "^$BIN/" >/dev/null 2>&1; then left+=" processes:$(pgrep -f "^$BIN/" | tr '\n' ' ')"; fi
+  if ss -Hltn "sport = :${METRICS_ADDRESS##*:}" 2>/dev/null | grep -q .; then left+=" listener:$METRICS_ADDRESS"; fi
+  [ -z "$left" ] || die "left behind:$left"
+  log "down: no demo namespace, process or listener is left (logs stay in $DEMO)"
+}
+
+status() {
+  local pid rc=0
+  if pid=$(demo_pid); then
+    echo "demo: running, pid $pid, log $LOG"
+    ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX$pid-" | sed 's/^/  namespace /' || true
+  else
+    echo "demo: not running"
+    rc=1
+  fi
+  "$ROOT/hack/openstack.sh" status || rc=1
+  return $rc
+}
+
+neutron() {
+  local path=${1:?usage: hack/demo.sh neutron PATH [JQ-FILTER]} filter=${2:-.} token
+  [ -f "$OS_ENV" ] || die "no $OS_ENV; run make demo first"
+  # shellcheck disable=SC1090
+  . "$OS_ENV"
+  token=$(curl -fsS -i -m 30 -H 'Content-Type: application/json' "$OS_AUTH_URL/auth/tokens" -d "$(jq -nc \
+    --arg id "$OS_APPLICATION_CREDENTIAL_ID" --arg secret "$OS_APPLICATION_CREDENTIAL_SECRET" \
+    '{auth: {identity: {methods: ["application_credential"], application_credential: {id: $id, secret: $secret}}}}')" |
+    awk -F': ' 'tolower($1)=="x-subject-token"{print $2}' | tr -d '\r')
+  [ -n "$token" ] || die "no token from Keystone"
+  curl -fsS -m 30 -H "X-Auth-Token: $token" "$NEUTRON_URL$path" | jq "$filter"
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+neutron)
+  shift
+  neutron "$@"
+  ;;
+*)
+  echo "usage: $0 up|down|status|neutron PATH [JQ-FILTER]" >&2
+  exit 2
+  ;;
+esac
