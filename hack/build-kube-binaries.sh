@@ -15,6 +15,9 @@ OUT=$ROOT/bin/k8s/$KUBE_VERSION-etcd$ETCD_VERSION
 WORK=$ROOT/bin/.build
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 mkdir -p "$OUT" "$WORK"
+# One build at a time: concurrent callers (make, tests) wait for the first one.
+exec 9>"$ROOT/bin/.build.lock"
+flock 9
 log() { echo "build-kube-binaries: $*" >&2; }
 
 build_apiserver() {

@@ -40,27 +40,34 @@ demo_pid() { # prints the PID if the recorded process is alive and is our demo p
 
 # follow_until PID PATTERN TIMEOUT-S: print the log as it grows until a line matches
 # PATTERN (returns 0), the process exits (1) or the time is up (2).
+FOLLOW_TAIL="" # the tail of follow_until, for the interrupt trap
 follow_until() {
-  local pid=$1 pattern=$2 timeout=$3 tailpid rc=2 i
+  local pid=$1 pattern=$2 timeout=$3 rc=2
   tail -n +1 -f "$LOG" &
-  tailpid=$!
-  for i in $(seq 1 $((timeout * 4))); do
+  FOLLOW_TAIL=$!
+  for _ in $(seq 1 $((timeout * 4))); do
     if grep -qE "$pattern" "$LOG" 2>/dev/null; then rc=0; break; fi
     if ! kill -0 "$pid" 2>/dev/null; then rc=1; break; fi
     sleep 0.25
   done
   sleep 0.3 # let tail print the last lines
-  kill "$tailpid" 2>/dev/null || true
-  wait "$tailpid" 2>/dev/null || true
+  stop_follow
   return $rc
+}
+
+stop_follow() {
+  [ -n "$FOLLOW_TAIL" ] || return 0
+  kill "$FOLLOW_TAIL" 2>/dev/null || true
+  wait "$FOLLOW_TAIL" 2>/dev/null || true
+  FOLLOW_TAIL=""
 }
 
 # wait_exit PID TIMEOUT-S: stream the log until the process is gone; SIGKILL after the timeout.
 wait_exit() {
-  local pid=$1 timeout=$2 tailpid i
+  local pid=$1 timeout=$2 tailpid
   tail -n 0 -f "$LOG" &
   tailpid=$!
-  for i in $(seq 1 $((timeout * 4))); do
+  for _ in $(seq 1 $((timeout * 4))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.25
   done
@@ -109,13 +116,14 @@ up() {
   log "building kube-vip-agent and the demo program"
   (cd "$ROOT" && go build -o "$BIN/kube-vip-agent" ./cmd/kube-vip-agent && go build -o "$BIN/demo" ./test/demo)
 
+  : >"$LOG" # a fresh log: follow_until must not find the READY of an earlier run
   setsid "$BIN/demo" --state-dir "$DEMO" --kube-bin-dir "$assets" --agent-binary "$BIN/kube-vip-agent" \
     --openstack-env "$OS_ENV" --prefix "$PREFIX" --metrics-address "$METRICS_ADDRESS" >"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   log "demo program started (pid $pid, log $LOG)"
   # Ctrl-C while it comes up stops it cleanly.
-  trap 'log "interrupted; stopping the demo"; kill -TERM "$pid" 2>/dev/null || true; wait_exit "$pid" "$STOP_TIMEOUT"; rm -f "$PIDFILE"; exit 130' INT TERM
+  trap 'stop_follow; log "interrupted; stopping the demo"; kill -TERM "$pid" 2>/dev/null || true; wait_exit "$pid" "$STOP_TIMEOUT"; rm -f "$PIDFILE"; exit 130' INT TERM
 
   rc=0
   follow_until "$pid" '^READY' "$READY_TIMEOUT" || rc=$?

@@ -282,7 +282,7 @@ EOF
 type_drivers = flat,vxlan
 tenant_network_types = vxlan
 mechanism_drivers = openvswitch
-extension_drivers = port_security
+extension_drivers = port_security,tag_ports_during_bulk_creation
 [ml2_type_flat]
 flat_networks = external
 [ml2_type_vxlan]

@@ -55,6 +55,8 @@ type shootNode struct {
 	ns   *netns.Node
 	// portID is the Neutron port that hack/openstack.sh provisioned for this node's IP.
 	portID string
+	// kubeconfig is the admin kubeconfig for the node's own kube-apiserver (127.0.0.1:6443).
+	kubeconfig string
 }
 
 func newDemo(opts *options) (*demo, error) {
@@ -203,7 +205,7 @@ func (d *demo) startShoot(ctx context.Context) error {
 		if n.IP() != want {
 			return fmt.Errorf("%s has %s but Neutron's machine port %d has %s", n.Name(), n.IP(), i, want)
 		}
-		d.nodes = append(d.nodes, shootNode{name: fmt.Sprintf("node-%d", i), ns: n, portID: d.osEnv.NodePortIDs[i]})
+		d.nodes = append(d.nodes, shootNode{name: fmt.Sprintf("node-%d", i), ns: n, portID: d.osEnv.NodePortIDs[i], kubeconfig: n.Kubeconfig()})
 		d.out.Printf("Node %s = namespace %-22s %s  MAC %s  kube-apiserver https://%s:6443", d.nodes[i].name, n.Namespace(), n.IP(), n.MAC(), n.IP())
 	}
 	d.out.Printf("client      = namespace %-22s %s", h.Client().Namespace(), h.Client().IP())

@@ -297,7 +297,7 @@ func (k *kubelet) commandLine(ds *appsv1.DaemonSet, n shootNode) (args, env []st
 		return nil, nil, fmt.Errorf("the DaemonSet has no container %q", agentrollout.Name)
 	}
 	args = append(slices.Clone(c.Command[min(len(c.Command), 1):]), c.Args...)
-	args = append(args, "--kubeconfig="+n.ns.Kubeconfig())
+	args = append(args, "--kubeconfig="+n.kubeconfig)
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:

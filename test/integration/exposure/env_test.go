@@ -274,18 +274,23 @@ func create(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1al
 		t.Fatalf("creating exposure: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// Generous: a deletion makes about eight Neutron calls, which take seconds each
+		// on a loaded two-core machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
+		// The fallback gets a context of its own, so that it still runs after a timeout.
+		cleanupCtx, cancelCleanup := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancelCleanup()
 		_ = e.cp.Client.Delete(ctx, exp)
 		if err := waitGone(ctx, e, exp); err != nil {
 			t.Errorf("exposure not deleted: %v", err)
 			// Do not leave anything behind in Neutron for the others.
-			forceCleanup(ctx, e, identity)
+			forceCleanup(cleanupCtx, e, identity)
 			return
 		}
 		if left := taggedPorts(t, ctx, e, identity); len(left) > 0 {
 			t.Errorf("after deletion Neutron still has %d ports tagged for %s", len(left), identity)
-			forceCleanup(ctx, e, identity)
+			forceCleanup(cleanupCtx, e, identity)
 		}
 	})
 }
