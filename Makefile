@@ -81,6 +81,9 @@ test:
 	echo "==== summary"; \
 	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary 2>/dev/null || true; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary 2>/dev/null \
+	  | awk -v rc=$$rc '{p+=$$2; f+=$$4; s+=$$6} END {printf "total: %d passed, %d failed, %d skipped\n", p, f, s; \
+	      if (rc != 0 && f == 0) print "(a step other than the tests failed: see above)"}'; \
 	exit $$rc
 
 .PHONY: env-up env-down env-status

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -77,30 +74,7 @@ func (d *demo) bootstrapShoot(ctx context.Context) error {
 // setTechnicalID gives the shoot in the Cluster the demo's technical ID, which names and
 // tags the Neutron resources apart from those of tests that share the local OpenStack.
 func (d *demo) setTechnicalID(ctx context.Context) error {
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := d.c.Get(ctx, client.ObjectKey{Name: framework.Namespace}, cluster); err != nil {
-		return fmt.Errorf("reading the Cluster: %w", err)
-	}
-	var shoot map[string]any
-	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-		return fmt.Errorf("decoding the Cluster's shoot: %w", err)
-	}
-	status, _ := shoot["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-	}
-	status["technicalID"] = d.opts.technicalID
-	shoot["status"] = status
-	raw, err := json.Marshal(shoot)
-	if err != nil {
-		return fmt.Errorf("encoding the Cluster's shoot: %w", err)
-	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-	if err := d.c.Patch(ctx, cluster, patch); err != nil {
-		return fmt.Errorf("setting the technical ID in the Cluster: %w", err)
-	}
-	return nil
+	return framework.SetTechnicalID(ctx, d.c, d.opts.technicalID)
 }
 
 // ensureNode creates the control-plane Node and sets its addresses.

@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -232,30 +229,8 @@ func run(ctx context.Context, nodeCount int) (phases []phase, err error) {
 }
 
 func setIdentity(ctx context.Context, c client.Client) (string, error) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	id := "kvbench-" + hex.EncodeToString(b)
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
-		return "", err
-	}
-	var shoot map[string]any
-	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-		return "", err
-	}
-	status, _ := shoot["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-	}
-	status["technicalID"] = id
-	shoot["status"] = status
-	raw, err := json.Marshal(shoot)
-	if err != nil {
-		return "", err
-	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-	return id, c.Patch(ctx, cluster, patch)
+	id := framework.UniqueTechnicalID("kvbench-")
+	return id, framework.SetTechnicalID(ctx, c, id)
 }
 
 // reconcileOnce triggers a reconciliation with the operation annotation (as gardenlet

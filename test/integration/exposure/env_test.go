@@ -2,8 +2,6 @@ package exposure_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -154,36 +152,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func randomID() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // useIdentity gives the shoot in the Cluster a fresh technical ID, so that this test's
 // Neutron resources are tagged apart from everyone else's; it returns the identity.
 func useIdentity(t *testing.T, ctx context.Context, e *sharedEnv) string {
 	t.Helper()
-	id := "kvtest-" + randomID()
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
-		t.Fatalf("reading Cluster: %v", err)
-	}
-	var shoot map[string]any
-	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-		t.Fatalf("decoding shoot: %v", err)
-	}
-	status, _ := shoot["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-	}
-	status["technicalID"] = id
-	shoot["status"] = status
-	raw, _ := json.Marshal(shoot)
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-	if err := e.cp.Client.Patch(ctx, cluster, patch); err != nil {
-		t.Fatalf("patching Cluster: %v", err)
+	id := framework.UniqueTechnicalID("kvtest-")
+	if err := framework.SetTechnicalID(ctx, e.cp.Client, id); err != nil {
+		t.Fatal(err)
 	}
 	return id
 }

@@ -2,9 +2,6 @@ package nodes_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -16,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -77,31 +73,9 @@ func setupNeutron(t *testing.T) *neutronEnv {
 // resources of this test are tagged apart from those of tests running at the same time.
 func uniqueShoot(ctx context.Context, t *testing.T, e *neutronEnv) string {
 	t.Helper()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	id := "kvnodes-" + hex.EncodeToString(b)
-	cluster := &extensionsv1alpha1.Cluster{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: framework.Namespace}, cluster); err != nil {
-		t.Fatalf("reading Cluster: %v", err)
-	}
-	shoot := map[string]any{}
-	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-		t.Fatalf("decoding the Cluster's shoot: %v", err)
-	}
-	status, _ := shoot["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-	}
-	status["technicalID"] = id
-	shoot["status"] = status
-	raw, err := json.Marshal(shoot)
-	if err != nil {
+	id := framework.UniqueTechnicalID("kvnodes-")
+	if err := framework.SetTechnicalID(ctx, e.cp.Client, id); err != nil {
 		t.Fatal(err)
-	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-	if err := e.cp.Client.Patch(ctx, cluster, patch); err != nil {
-		t.Fatalf("patching Cluster: %v", err)
 	}
 	return id
 }

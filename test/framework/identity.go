@@ -1,0 +1,51 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+)
+
+// UniqueTechnicalID returns prefix followed by eight random hex digits.
+func UniqueTechnicalID(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// SetTechnicalID sets status.technicalID of the shoot in the Cluster of Namespace. The
+// controller names and tags its Neutron resources after it, so a fresh ID keeps the
+// resources of one test apart from those of tests sharing the same Neutron.
+func SetTechnicalID(ctx context.Context, c client.Client, id string) error {
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: Namespace}, cluster); err != nil {
+		return fmt.Errorf("reading the Cluster: %w", err)
+	}
+	shoot := map[string]any{}
+	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
+		return fmt.Errorf("decoding the Cluster's shoot: %w", err)
+	}
+	status, _ := shoot["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+	}
+	status["technicalID"] = id
+	shoot["status"] = status
+	raw, err := json.Marshal(shoot)
+	if err != nil {
+		return fmt.Errorf("encoding the Cluster's shoot: %w", err)
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
+	if err := c.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("setting the technical ID in the Cluster: %w", err)
+	}
+	return nil
+}
