@@ -268,4 +268,3 @@ func TestElection(t *testing.T) {
 		rec.assertNoOverlap(t)
 	})
 }
-
