@@ -131,15 +131,7 @@ func startController(t *testing.T, e *sharedEnv) *controllerUnderTest {
 	}); err != nil {
 		t.Fatalf("adding controller: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	framework.StartManager(t, mgr)
 	return &controllerUnderTest{actuator: actuator, metrics: metrics, clock: clock}
 }
 
