@@ -49,7 +49,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "test/bench/out", "directory for results.json, timeline.png and the work files")
 	flag.IntVar(&o.runs, "runs", 10, "runs per scenario for ours and kube-vip defaults")
-	flag.IntVar(&o.reducedRuns, "reduced-runs", 5, "runs per scenario for kube-vip 3/2/1 and both keepalived settings (time budget)")
+	flag.IntVar(&o.reducedRuns, "reduced-runs", 4, "runs per scenario for kube-vip 3/2/1 and both keepalived settings (time budget)")
 	flag.IntVar(&o.slowRuns, "slow-runs", 2, "runs for keepalived guide's apiserver-dead scenario (about 50s each)")
 	flag.IntVar(&o.noFailoverLimit, "no-failover-limit", 2, "stop a scenario after this many runs in a row without failover")
 	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all): ours, kube-vip defaults, kube-vip 3/2/1, keepalived guide, keepalived tuned")
@@ -58,7 +58,8 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
-	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of an earlier results.json instead of running")
+	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
+		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -180,11 +181,26 @@ func run(ctx context.Context, o options) error {
 	return errors.Join(errs...)
 }
 
-// rerender prints the tables of an earlier results.json and redraws its timeline.
+// rerender prints the tables of earlier results (merged, if several) and redraws the
+// timeline.
 func rerender(o options) error {
-	res, err := report.ReadJSON(o.from)
-	if err != nil {
-		return err
+	var res *report.Results
+	files := strings.Split(o.from, ",")
+	for _, f := range files {
+		r, err := report.ReadJSON(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			res = r
+			continue
+		}
+		res.Merge(r)
+	}
+	if len(files) > 1 {
+		if err := res.WriteJSON(filepath.Join(o.out, "results.json")); err != nil {
+			return err
+		}
 	}
 	if err := report.PrintFailover(os.Stdout, res); err != nil {
 		return err

@@ -92,11 +92,13 @@ func (s ScenarioResult) AfterRevert() time.Duration {
 	return m
 }
 
-// ARPConflicts sums the ARP conflicts of the runs.
-func (s ScenarioResult) ARPConflicts() int {
+// ARPConflictRuns counts the runs with ARP claims for the VIP interleaved from two MACs.
+func (s ScenarioResult) ARPConflictRuns() int {
 	n := 0
 	for _, r := range s.Runs {
-		n += r.ARPConflicts
+		if r.ARPConflicts > 0 {
+			n++
+		}
 	}
 	return n
 }
@@ -147,4 +149,22 @@ func ReadJSON(path string) (*Results, error) {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	return &r, nil
+}
+
+// Merge replaces the systems of r that other measured too (by name), appends the others,
+// and adds other's notes and duration.
+func (r *Results) Merge(other *Results) {
+	for _, s := range other.Systems {
+		replaced := false
+		for i := range r.Systems {
+			if r.Systems[i].Name == s.Name {
+				r.Systems[i], replaced = s, true
+			}
+		}
+		if !replaced {
+			r.Systems = append(r.Systems, s)
+		}
+	}
+	r.Duration += other.Duration
+	r.Notes = append(r.Notes, fmt.Sprintf("merged with a run started %s (%s)", other.Started.Format("15:04:05"), other.Duration.Round(time.Second)))
 }

@@ -78,6 +78,11 @@ func slug(s string) string {
 
 func (d *Deployment) start(ctx context.Context, i int) error {
 	c := d.cmds[i]
+	for _, f := range c.Stale {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", f, err)
+		}
+	}
 	p, err := d.nodes[i].Start(ctx, netns.ProcessOptions{Name: slug(d.sys.Name()), Path: c.Path, Args: c.Args, Env: c.Env})
 	if err != nil {
 		return fmt.Errorf("starting %s on %s: %w", d.sys.Name(), d.nodes[i].Name(), err)

@@ -99,7 +99,8 @@ func (r *Runner) dialVIP(ctx context.Context) error {
 }
 
 // WaitStable waits until every daemon runs, the last (re)start is the system's settle
-// time ago, exactly one node has held the VIP for StableFor, and the client reaches it.
+// time ago, exactly one node (the system's preferred one, if it has one) has held the VIP
+// for StableFor, and the client reaches it.
 // It returns the holder's index.
 func (r *Runner) WaitStable(ctx context.Context, d *Deployment, timeout time.Duration) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -119,6 +120,8 @@ func (r *Runner) WaitStable(ctx context.Context, d *Deployment, timeout time.Dur
 		switch {
 		case len(holders) != 1:
 			holder, last = nil, fmt.Sprintf("holders %v", netns.Names(holders))
+		case d.sys.Preferred() >= 0 && holders[0] != d.nodes[d.sys.Preferred()]:
+			holder, last = nil, fmt.Sprintf("%s holds the VIP, waiting for %s to take it back", holders[0].Name(), d.nodes[d.sys.Preferred()].Name())
 		case holders[0] != holder:
 			holder, since = holders[0], now
 		case now.Sub(since) >= r.opts.StableFor && now.Sub(d.LastStart()) >= d.sys.Settle():
@@ -185,9 +188,10 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	}
 	// Keep observing until the VIP is on one node again, so that the two-holder time
 	// includes how long the old holder keeps the VIP after the revert.
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_, _ = r.h.WaitSingleHolder(waitCtx, nil)
-	cancel()
+	// Daemons that exit meanwhile are restarted, as the kubelet would.
+	if err := r.waitSingleHolder(ctx, d, 30*time.Second); err != nil {
+		r.opts.Log.Info("VIP still on several nodes after the revert", "system", d.sys.Name(), "scenario", sc.Name, "err", err.Error())
+	}
 	pr, sr, claims, captureErr := stopObservers()
 	if err := errors.Join(revertErr, captureErr); err != nil {
 		return res, fmt.Errorf("%s on %s: %w", sc.Name, res.Leader, err)
@@ -203,6 +207,30 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	res.TwoHolders = twoHolderTime(sr, faultAt)
 	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt, revertAt)
 	return res, nil
+}
+
+// waitSingleHolder polls until exactly one node holds the VIP, restarting daemons that
+// exited.
+func (r *Runner) waitSingleHolder(ctx context.Context, d *Deployment, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if _, err := d.EnsureRunning(ctx); err != nil {
+			return err
+		}
+		holders, err := r.h.Holders()
+		if err != nil {
+			return err
+		}
+		if len(holders) == 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("holders %v: %w", netns.Names(holders), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitFailover polls until a node other than the leader holds the VIP and the client

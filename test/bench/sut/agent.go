@@ -31,6 +31,9 @@ func (a Agent) ScenarioTimeout() time.Duration { return orDefault(a.Timeout, 15*
 // Settle implements System.
 func (a Agent) Settle() time.Duration { return time.Second }
 
+// Preferred implements System: any node may lead.
+func (a Agent) Preferred() int { return -1 }
+
 // Prepare implements System.
 func (a Agent) Prepare(c Cluster, i int, _ string) (Command, error) {
 	if i < 0 || i >= len(c.Nodes) {

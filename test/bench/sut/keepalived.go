@@ -68,12 +68,12 @@ func (k Keepalived) Binary() string {
 // ScenarioTimeout implements System.
 func (k Keepalived) ScenarioTimeout() time.Duration { return orDefault(k.Timeout, 15*time.Second) }
 
-// Settle implements System: a restarted keepalived, or one whose apiserver came back,
-// regains its priority after rise successful checks and then takes the VIP back
-// (preemption, as in the guide).
-func (k Keepalived) Settle() time.Duration {
-	return max(2*time.Second, time.Duration(k.CheckInterval*k.CheckRise)*time.Second+time.Second, 3*k.AdvertInterval)
-}
+// Settle implements System.
+func (k Keepalived) Settle() time.Duration { return max(2*time.Second, 3*k.AdvertInterval) }
+
+// Preferred implements System: the first node has the highest priority and, once its
+// check passes again, takes the VIP back (preemption, as in the guide).
+func (k Keepalived) Preferred() int { return 0 }
 
 func (k Keepalived) vrrpVersion() int {
 	if k.AdvertInterval%time.Second != 0 {
@@ -152,14 +152,16 @@ func (k Keepalived) Prepare(c Cluster, i int, dir string) (Command, error) {
 	if err := writeFile(cfgPath, cfg, 0o644); err != nil {
 		return Command{}, err
 	}
+	pids := []string{filepath.Join(dir, "keepalived.pid"), filepath.Join(dir, "vrrp.pid"), filepath.Join(dir, "checkers.pid")}
 	return Command{
 		Path: k.Binary(),
 		Args: []string{
 			"--dont-fork", "--log-console", "--log-detail", "--no-syslog", "--vrrp",
 			"--use-file=" + cfgPath,
-			"--pid=" + filepath.Join(dir, "keepalived.pid"),
-			"--vrrp_pid=" + filepath.Join(dir, "vrrp.pid"),
-			"--checkers_pid=" + filepath.Join(dir, "checkers.pid"),
+			"--pid=" + pids[0],
+			"--vrrp_pid=" + pids[1],
+			"--checkers_pid=" + pids[2],
 		},
+		Stale: pids,
 	}, nil
 }

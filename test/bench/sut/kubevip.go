@@ -48,6 +48,9 @@ func (k KubeVIP) ScenarioTimeout() time.Duration { return orDefault(k.Timeout, 1
 // Settle implements System.
 func (k KubeVIP) Settle() time.Duration { return 1500 * time.Millisecond }
 
+// Preferred implements System: any node may lead.
+func (k KubeVIP) Preferred() int { return -1 }
+
 func (k KubeVIP) timings() (lease, renew, retry int) {
 	lease, renew, retry = k.LeaseDuration, k.RenewDeadline, k.RetryPeriod
 	if lease == 0 {

@@ -36,6 +36,10 @@ type Command struct {
 	Args []string
 	// Env is added to the benchmark's environment.
 	Env []string
+	// Stale lists files to delete before every (re)start, as a container restart starts
+	// with a fresh /run: keepalived refuses to start while its pid files name a process
+	// that still exists, and the child of a killed keepalived may not be reaped yet.
+	Stale []string
 }
 
 // System is one system under test.
@@ -56,6 +60,9 @@ type System interface {
 	// needs before it takes part in failover again; the benchmark waits that long after
 	// the last start or revert before the next run.
 	Settle() time.Duration
+	// Preferred is the index of the node that holds the VIP whenever all nodes are
+	// healthy (keepalived's highest priority with preemption), or -1 if any node may.
+	Preferred() int
 }
 
 func writeFile(path, content string, mode os.FileMode) error {
