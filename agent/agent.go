@@ -86,6 +86,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 			} else {
 				m.apiserverHealthy.Set(0)
 			}
+			// The keeper acts at once, even if the election is blocked in a renewal; the
+			// election then ends the term and releases the Lease.
+			k.SetHealthy(healthy)
 			elector.Poke()
 		},
 	})

@@ -28,7 +28,7 @@ func TestValidateExplainsEveryProblem(t *testing.T) {
 		"no node name":                   {func(c *Config) { c.NodeName = "" }, "--node-name is required"},
 		"bad vip":                        {func(c *Config) { c.VIP = "198.18.0.300" }, `--vip "198.18.0.300" is not an IP address`},
 		"loopback vip":                   {func(c *Config) { c.VIP = "127.0.0.1" }, "must be a unicast address"},
-		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.5s) must be longer than the renew deadline (2s)"},
+		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.5s) must exceed the renew deadline (2s)"},
 		"fractional lifetime":            {func(c *Config) { c.VIPLifetime = 1500 * time.Millisecond }, "whole number of seconds"},
 		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second; c.LeaseDuration = 3 * time.Second }, "--renew-deadline (1.3s) must exceed the VIP lifetime (2s)"},
 		"http url":                       {func(c *Config) { c.APIServerURL = "http://127.0.0.1:6443" }, "must be an https URL"},

@@ -24,6 +24,8 @@ type address interface {
 type announcer interface {
 	// Announce sends one round of announcements and reports how many packets went out.
 	Announce(ctx context.Context) (sent int, err error)
+	// Close releases the sockets until the next announcement.
+	Close() error
 }
 
 // lifetimeSlack: see timing.LifetimeSlack.
@@ -47,12 +49,12 @@ type keeper struct {
 
 	mu         sync.Mutex
 	leading    bool      // the election's view
+	suspended  bool      // the health gate is closed: no VIP even while leading
 	present    bool      // the VIP was put on the NIC in this term and not removed since
 	validUntil time.Time // end of the current term unless renewed; zero when following
 	burstFrom  time.Time // start of the current announcement burst
 	nextBurst  int       // index into burstOffsets of the next burst packet
 	nextARP    time.Time // next periodic announcement
-	wake       chan struct{}
 }
 
 type keeperOptions struct {
@@ -79,7 +81,6 @@ func newKeeper(o keeperOptions) *keeper {
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
 		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
-		wake:         make(chan struct{}, 1),
 	}
 }
 
@@ -98,15 +99,33 @@ func (k *keeper) Leading(validUntil time.Time, newTerm bool) {
 }
 
 // Following is the election's OnStoppedLeading callback: the VIP goes before it returns,
-// that is before the Lease is released.
-func (k *keeper) Following(reason string) {
+// that is before the Lease is released. It reports whether the VIP is gone; if not, the
+// Lease must not be released (it expires instead), and Run keeps trying to remove it.
+func (k *keeper) Following(reason string) (released bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.dropLocked(reason)
+	k.validUntil = time.Time{}
+	released = k.dropLocked(reason)
 	if k.leading {
 		k.leading = false
 		k.metrics.transition(false)
 	}
+	_ = k.announcer.Close()
+	return released
+}
+
+// SetHealthy opens or closes the health gate. A closed gate removes the VIP at once, even
+// while the election still counts this node as leader (a renewal may be hanging on an
+// unreachable API server); the election then gives up the Lease on its next step.
+func (k *keeper) SetHealthy(healthy bool) {
+	k.mu.Lock()
+	k.suspended = !healthy
+	if k.suspended {
+		k.dropLocked("this node is not healthy")
+	} else if k.leading {
+		k.burstFrom, k.nextBurst = k.clock.Now(), 0
+	}
+	k.mu.Unlock()
 }
 
 // Run refreshes the VIP and announces it while leading, until ctx is done; then it
@@ -120,7 +139,6 @@ func (k *keeper) Run(ctx context.Context) {
 			k.drop("shutting down")
 			return
 		case <-t.C():
-		case <-k.wake:
 		}
 		k.reconcile(ctx)
 	}
@@ -132,7 +150,16 @@ func (k *keeper) reconcile(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
-	if k.validUntil.IsZero() {
+	if k.validUntil.IsZero() || k.suspended {
+		// Not leading, or not healthy: this node must not hold the VIP. This also retries
+		// a removal that failed and clears a VIP that somebody else put here.
+		if removed, err := k.addr.Remove(); err != nil {
+			k.log.Error(err, "Removing the VIP failed")
+		} else if removed {
+			k.present = false
+			k.metrics.vipPresent.Set(0)
+			k.log.Info("Removed the VIP from a node that does not lead")
+		}
 		return
 	}
 	if !now.Before(k.validUntil) {
@@ -198,24 +225,21 @@ func (k *keeper) drop(reason string) {
 	k.dropLocked(reason)
 }
 
-func (k *keeper) dropLocked(reason string) {
-	k.validUntil = time.Time{}
+// dropLocked removes the VIP and reports whether it is gone. A health suspension keeps the
+// term (validUntil); everything else ends it.
+func (k *keeper) dropLocked(reason string) bool {
+	if !k.suspended {
+		k.validUntil = time.Time{}
+	}
 	k.present = false
 	removed, err := k.addr.Remove()
 	if err != nil {
 		k.log.Error(err, "Removing the VIP failed", "reason", reason)
-		return
+		return false
 	}
 	k.metrics.vipPresent.Set(0)
 	if removed {
 		k.log.Info("VIP removed", "reason", reason)
 	}
-}
-
-// poke makes Run reconcile at once.
-func (k *keeper) poke() {
-	select {
-	case k.wake <- struct{}{}:
-	default:
-	}
+	return true
 }

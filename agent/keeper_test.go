@@ -14,12 +14,13 @@ import (
 
 // fakeAddress is a VIP on an imaginary NIC.
 type fakeAddress struct {
-	present   bool
-	expiresAt time.Time // kernel lifetime end
-	clock     *clocktesting.FakeClock
-	lifetime  time.Duration
-	ensures   int
-	failNext  error
+	present    bool
+	expiresAt  time.Time // kernel lifetime end
+	clock      *clocktesting.FakeClock
+	lifetime   time.Duration
+	ensures    int
+	failNext   error
+	failRemove error
 }
 
 func (f *fakeAddress) Ensure() (bool, error) {
@@ -37,6 +38,9 @@ func (f *fakeAddress) Ensure() (bool, error) {
 }
 
 func (f *fakeAddress) Remove() (bool, error) {
+	if f.failRemove != nil {
+		return false, f.failRemove
+	}
 	f.expire()
 	was := f.present
 	f.present = false
@@ -53,7 +57,10 @@ func (f *fakeAddress) expire() {
 type fakeAnnouncer struct {
 	rounds []time.Time
 	clock  *clocktesting.FakeClock
+	closed int
 }
+
+func (f *fakeAnnouncer) Close() error { f.closed++; return nil }
 
 func (f *fakeAnnouncer) Announce(context.Context) (int, error) {
 	f.rounds = append(f.rounds, f.clock.Now())
@@ -214,5 +221,53 @@ func TestLateTakeoverWaitsForTheNextRenewal(t *testing.T) {
 	k.Leading(clk.Now().Add(1000*time.Millisecond), true)
 	if addr.present {
 		t.Fatal("the VIP was added although its lifetime would outlive the term")
+	}
+}
+
+func TestFailedRemovalKeepsTheLeaseAndIsRetried(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	addr.failRemove = errors.New("netlink: resource busy")
+	if k.Following("lost the Lease") {
+		t.Fatal("Following reported the VIP gone although removing it failed; the Lease would be released early")
+	}
+	addr.failRemove = nil
+	clk.Step(100 * time.Millisecond)
+	k.reconcile(context.Background())
+	if addr.present {
+		t.Fatal("the failed removal was not retried on the next tick")
+	}
+}
+
+func TestUnhealthyDropsTheVIPAtOnceAndHealthyBringsItBack(t *testing.T) {
+	k, addr, ann, clk := newTestKeeper(t)
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.SetHealthy(false)
+	if addr.present {
+		t.Fatal("the VIP stayed on an unhealthy node")
+	}
+	clk.Step(100 * time.Millisecond)
+	k.reconcile(context.Background())
+	if addr.present {
+		t.Fatal("the VIP came back while the node is unhealthy")
+	}
+	before := len(ann.rounds)
+	k.SetHealthy(true)
+	k.reconcile(context.Background())
+	if !addr.present {
+		t.Fatal("the VIP did not come back on a healthy leader within its term")
+	}
+	if len(ann.rounds) == before {
+		t.Fatal("coming back was not announced")
+	}
+}
+
+func TestFollowerRemovesAVIPItMustNotHold(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	addr.present, addr.expiresAt = true, clk.Now().Add(time.Hour) // put there by hand
+	clk.Step(100 * time.Millisecond)
+	k.reconcile(context.Background())
+	if addr.present {
+		t.Fatal("a follower kept a VIP")
 	}
 }

@@ -31,7 +31,7 @@ type Announcer struct {
 }
 
 // New returns an Announcer for vip on the named interface. Sockets are opened on the first
-// announcement, so that a follower holds none.
+// announcement and closed by Close, which the agent calls when it stops leading.
 func New(iface string, vip netip.Addr) (*Announcer, error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
@@ -72,8 +72,22 @@ func (a *Announcer) Close() error {
 	return errors.Join(errs...)
 }
 
+// refreshInterface looks the interface up again by name: one that was deleted and
+// created again has a new index (and maybe a new MAC).
+func (a *Announcer) refreshInterface() error {
+	ifi, err := net.InterfaceByName(a.ifi.Name)
+	if err != nil {
+		return fmt.Errorf("interface %q: %w", a.ifi.Name, err)
+	}
+	a.ifi = ifi
+	return nil
+}
+
 func (a *Announcer) sendARP(context.Context) (int, error) {
 	if a.arp == nil {
+		if err := a.refreshInterface(); err != nil {
+			return 0, err
+		}
 		c, err := dialSendOnly(a.ifi)
 		if err != nil {
 			return 0, err
@@ -87,7 +101,8 @@ func (a *Announcer) sendARP(context.Context) (int, error) {
 	sent := 0
 	for _, p := range packets {
 		if err := a.arp.WriteTo(p, ethernet.Broadcast); err != nil {
-			// The socket may be stale (interface re-created); open a new one next time.
+			// The socket may be stale (interface created again); the next announcement looks
+			// the interface up again by name and opens a new one.
 			_ = a.arp.Close()
 			a.arp = nil
 			return sent, fmt.Errorf("sending gratuitous ARP on %s: %w", a.ifi.Name, err)

@@ -23,11 +23,21 @@ var allNodes = net.ParseIP("ff02::1")
 
 func (a *Announcer) sendNA(context.Context) (int, error) {
 	if a.ndp == nil {
+		if err := a.refreshInterface(); err != nil {
+			return 0, err
+		}
 		raw, err := icmp.ListenPacket("ip6:ipv6-icmp", "::")
 		if err != nil {
 			return 0, fmt.Errorf("opening an ICMPv6 socket: %w", err)
 		}
 		pc := raw.IPv6PacketConn()
+		// The agent only sends: block every ICMPv6 type from being queued on the socket.
+		var block ipv6.ICMPFilter
+		block.SetAll(true)
+		if err := pc.SetICMPFilter(&block); err != nil {
+			_ = raw.Close()
+			return 0, fmt.Errorf("filtering the ICMPv6 socket: %w", err)
+		}
 		if err := pc.SetMulticastHopLimit(255); err != nil {
 			_ = raw.Close()
 			return 0, fmt.Errorf("setting the hop limit: %w", err)

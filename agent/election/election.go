@@ -16,8 +16,8 @@
 //     take over before that instant.
 //
 // Leadership changes are reported through Callbacks, synchronously, in the election's own
-// goroutine: OnStoppedLeading returns before the Lease is released, so whatever the leader
-// holds is gone before another node can take over.
+// goroutine: OnStoppedLeading returns before the Lease is released, and the Lease is only
+// released when it reports that what the leader held is gone; otherwise the Lease expires.
 package election
 
 import (
@@ -73,8 +73,10 @@ type Callbacks struct {
 	// until which this candidate is leader unless renewed again. newTerm is true on the
 	// acquisition that starts a term.
 	OnLeading func(validUntil time.Time, newTerm bool)
-	// OnStoppedLeading is called when a term ends, before the Lease is released.
-	OnStoppedLeading func(reason string)
+	// OnStoppedLeading is called when a term ends, before the Lease is released. It
+	// reports whether the leader's resources are gone; only then is the Lease released,
+	// otherwise it is left to expire.
+	OnStoppedLeading func(reason string) (released bool)
 	// OnNewLeader is called when the holder seen in the Lease changes ("" when released).
 	OnNewLeader func(identity string)
 }
@@ -107,6 +109,10 @@ type Elector struct {
 	leading      bool
 	renewStarted time.Time // start of the last successful acquisition or renewal
 	lastHolder   string
+	// releaseSeen: this candidate saw the holder of the same Lease object write an empty
+	// holder. Only such a release may be taken at once; an unheld Lease that was created
+	// (after a deletion, or at bootstrap) may hide a leader whose term still runs.
+	releaseSeen bool
 
 	poke chan struct{}
 }
@@ -200,11 +206,17 @@ func (e *Elector) sync(ctx context.Context) error {
 	}
 }
 
-// create creates an unheld Lease; candidates compete for it through updates.
+// create creates the Lease: held by this candidate if it leads (its term goes on after
+// somebody deleted the Lease), else unheld, to be competed for through updates.
 func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name},
 		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: e.leaseSeconds()},
+	}
+	if e.leading {
+		now := metav1.NewMicroTime(e.clock.Now())
+		lease.Spec.HolderIdentity = &e.cfg.Identity
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 	}
 	return e.cfg.Leases.Create(ctx, lease, metav1.CreateOptions{})
 }
@@ -237,7 +249,7 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 					}
 				}
 			case watch.Deleted:
-				// An empty Lease without a resourceVersion tells the loop to recreate it.
+				// An empty Lease without a resourceVersion tells the loop that it is gone.
 				select {
 				case events <- &coordinationv1.Lease{}:
 				case <-ctx.Done():
@@ -250,7 +262,14 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 		if ctx.Err() != nil {
 			return
 		}
-		// The watch gave up (typically: resourceVersion too old). Start from a fresh read.
+		// The watch gave up (typically: resourceVersion too old, after the API server
+		// restarted). Wait a retry period, so that a watch that keeps failing does not spin,
+		// then start from a fresh read.
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.clock.After(e.cfg.RetryPeriod):
+		}
 		for ctx.Err() == nil {
 			lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
 			if err == nil {
@@ -278,7 +297,9 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 // observe records a version of the Lease. Versions older than the one already seen (a
 // watch event that trails our own update) are ignored.
 func (e *Elector) observe(lease *coordinationv1.Lease) {
-	if lease.ResourceVersion == "" { // deleted
+	if lease.ResourceVersion == "" {
+		// Deleted. Who held it is unknown now, so the deletion counts as a change of the
+		// record: nobody takes over before a lease duration has passed.
 		e.observed, e.observedAt = nil, e.clock.Now()
 		e.noteHolder("")
 		return
@@ -288,6 +309,8 @@ func (e *Elector) observe(lease *coordinationv1.Lease) {
 	}
 	if e.observed == nil || !sameRecord(&e.observed.Spec, &lease.Spec) {
 		e.observedAt = e.clock.Now()
+		e.releaseSeen = e.observed != nil && e.observed.UID == lease.UID &&
+			holderOf(e.observed) != "" && holderOf(lease) == ""
 	}
 	e.observed = lease
 	e.noteHolder(holderOf(lease))
@@ -326,9 +349,18 @@ func (e *Elector) step(ctx context.Context) {
 
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	holder := holderOf(e.observed)
-	return e.observed == nil || holder == "" || holder == e.cfg.Identity ||
-		!now.Before(e.observedAt.Add(e.cfg.LeaseDuration))
+	expired := !now.Before(e.observedAt.Add(e.cfg.LeaseDuration))
+	if e.observed == nil { // deleted: wait as for an expired holder
+		return expired
+	}
+	switch holderOf(e.observed) {
+	case e.cfg.Identity:
+		return true
+	case "":
+		return e.releaseSeen || expired
+	default:
+		return expired
+	}
 }
 
 // nextWakeup is how long the loop may sleep before step has something to do.
@@ -360,15 +392,17 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	start := e.clock.Now()
 	if e.observed == nil {
 		lease, err := e.create(ctx)
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			e.log.Error(err, "Creating the Lease failed")
+		if apierrors.IsAlreadyExists(err) {
+			// Somebody recreated it first: read it and decide again in step, which also
+			// ends a term if the new Lease names another holder.
+			if lease, err = e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); err == nil {
+				e.observe(lease)
+			}
 			return
 		}
 		if err != nil {
-			if lease, err = e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); err != nil {
-				e.log.Error(err, "Reading the Lease failed")
-				return
-			}
+			e.log.Error(err, "Creating the Lease failed")
+			return
 		}
 		e.observe(lease)
 	}
@@ -437,8 +471,9 @@ func acquireReason(renewing bool) string {
 func (e *Elector) stopLeading(reason string, release bool) {
 	e.leading = false
 	e.log.Info("Stopped leading", "reason", reason)
-	if e.cfg.Callbacks.OnStoppedLeading != nil {
-		e.cfg.Callbacks.OnStoppedLeading(reason)
+	if e.cfg.Callbacks.OnStoppedLeading != nil && !e.cfg.Callbacks.OnStoppedLeading(reason) {
+		e.log.Info("Not releasing the Lease: the leader's resources could not be removed; it will expire")
+		return
 	}
 	if release {
 		e.release()

@@ -17,6 +17,13 @@ const (
 	// MinRefreshWindow is the least time a leader must have, after the start of a
 	// renewal, to refresh the VIP's lifetime within its term.
 	MinRefreshWindow = 100 * time.Millisecond
+	// MinRenewBudget is the least time a renewal may take without the VIP lapsing: the
+	// next renewal starts RetryPeriod after the last one, and the VIP refreshed after the
+	// last one expires RenewDeadline − LifetimeSlack after its start.
+	MinRenewBudget = 100 * time.Millisecond
+	// MinTakeoverMargin is the least time between the end of a leader's term and the
+	// earliest takeover by a follower.
+	MinTakeoverMargin = 100 * time.Millisecond
 )
 
 // Timings are the election and VIP timings of the agent.
@@ -71,9 +78,14 @@ func (t Timings) Problems() []Problem {
 		out = append(out, Problem{FieldRenewDeadline, t.RenewDeadline,
 			fmt.Sprintf("must be longer than the retry period (%s)", t.RetryPeriod)})
 	}
-	if t.LeaseDuration <= t.RenewDeadline {
+	if t.LeaseDuration-t.RenewDeadline < MinTakeoverMargin {
 		out = append(out, Problem{FieldLeaseDuration, t.LeaseDuration,
-			fmt.Sprintf("must be longer than the renew deadline (%s)", t.RenewDeadline)})
+			fmt.Sprintf("must exceed the renew deadline (%s) by at least %s", t.RenewDeadline, MinTakeoverMargin)})
+	}
+	if t.RetryPeriod > 0 && t.RenewDeadline > t.RetryPeriod && t.RenewDeadline-t.RetryPeriod-LifetimeSlack < MinRenewBudget {
+		out = append(out, Problem{FieldRetryPeriod, t.RetryPeriod,
+			fmt.Sprintf("must be at least %s shorter than the renew deadline (%s), so that a renewal can refresh the VIP before it expires",
+				LifetimeSlack+MinRenewBudget, t.RenewDeadline)})
 	}
 	switch {
 	case t.VIPLifetime < time.Second || t.VIPLifetime%time.Second != 0:

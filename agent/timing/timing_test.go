@@ -21,6 +21,8 @@ func TestProblems(t *testing.T) {
 		"fractional lifetime":     {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
 		"lifetime fills the term": {func(t *Timings) { t.VIPLifetime = 2 * time.Second; t.LeaseDuration = 3 * time.Second }, FieldRenewDeadline},
 		"zero retry":              {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
+		"no takeover margin":      {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
+		"no time to renew":        {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tm := Defaults()

@@ -20,6 +20,7 @@ import (
 
 // Address is the VIP on one interface.
 type Address struct {
+	name     string
 	link     netlink.Link
 	vip      netip.Addr
 	lifetime int // seconds
@@ -38,11 +39,21 @@ func New(iface string, vip netip.Addr, lifetime time.Duration) (*Address, error)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	return &Address{link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second)}, nil
+	return &Address{name: iface, link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second)}, nil
 }
 
 // Interface is the name of the interface.
-func (a *Address) Interface() string { return a.link.Attrs().Name }
+func (a *Address) Interface() string { return a.name }
+
+// relink looks the interface up again by name after an error that says it is gone: an
+// interface that was deleted and created again has a new index.
+func (a *Address) relink(err error) {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EINVAL) {
+		if link, lerr := netlink.LinkByName(a.name); lerr == nil {
+			a.link = link
+		}
+	}
+}
 
 func (a *Address) netlinkAddr() *netlink.Addr {
 	bits := 32
@@ -66,8 +77,9 @@ func (a *Address) Present() (bool, error) {
 	if a.vip.Is6() {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := netlink.AddrList(a.link, family)
+	addrs, err := addrList(a.link, family)
 	if err != nil {
+		a.relink(err)
 		return false, fmt.Errorf("listing the addresses of %s: %w", a.Interface(), err)
 	}
 	for _, addr := range addrs {
@@ -86,6 +98,7 @@ func (a *Address) Ensure() (bool, error) {
 		return false, err
 	}
 	if err := netlink.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+		a.relink(err)
 		return false, fmt.Errorf("adding %s to %s: %w", a.vip, a.Interface(), err)
 	}
 	return !present, nil
@@ -100,13 +113,14 @@ func (a *Address) Remove() (bool, error) {
 	case errors.Is(err, unix.EADDRNOTAVAIL), errors.Is(err, unix.ESRCH), errors.Is(err, unix.ENOENT):
 		return false, nil
 	default:
+		a.relink(err)
 		return false, fmt.Errorf("removing %s from %s: %w", a.vip, a.Interface(), err)
 	}
 }
 
 // LinkUp reports whether the interface is up with a carrier.
 func (a *Address) LinkUp() (bool, error) {
-	link, err := netlink.LinkByIndex(a.link.Attrs().Index)
+	link, err := netlink.LinkByName(a.name)
 	if err != nil {
 		return false, fmt.Errorf("reading %s: %w", a.Interface(), err)
 	}
@@ -125,11 +139,11 @@ func (a *Address) WatchLink(done <-chan struct{}, onChange func(up bool)) error 
 	if err := netlink.LinkSubscribe(updates, done); err != nil {
 		return fmt.Errorf("subscribing to link updates: %w", err)
 	}
-	index := a.link.Attrs().Index
 	go func() {
 		last := -1
 		for u := range updates {
-			if u.Attrs().Index != index {
+			// By name: an interface created again under the same name has a new index.
+			if u.Attrs().Name != a.name {
 				continue
 			}
 			up := 0
@@ -150,7 +164,7 @@ func (a *Address) WatchLink(done <-chan struct{}, onChange func(up bool)) error 
 func DetectInterface(vip netip.Addr) (string, error) {
 	vip = vip.Unmap()
 	links, err := netlink.LinkList()
-	if err != nil {
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return "", fmt.Errorf("listing interfaces: %w", err)
 	}
 	family := netlink.FAMILY_V4
@@ -158,7 +172,7 @@ func DetectInterface(vip netip.Addr) (string, error) {
 		family = netlink.FAMILY_V6
 	}
 	for _, link := range links {
-		addrs, err := netlink.AddrList(link, family)
+		addrs, err := addrList(link, family)
 		if err != nil {
 			continue
 		}
@@ -173,7 +187,7 @@ func DetectInterface(vip netip.Addr) (string, error) {
 		}
 	}
 	routes, err := netlink.RouteList(nil, family)
-	if err != nil {
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return "", fmt.Errorf("listing routes: %w", err)
 	}
 	for _, r := range routes {
@@ -185,6 +199,20 @@ func DetectInterface(vip netip.Addr) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no interface has a subnet containing %s and there is no default route; set the interface explicitly", vip)
+}
+
+// addrList lists addresses, retrying a dump that the kernel interrupted because the
+// addresses changed meanwhile (busy hosts: pods come and go); after a few tries it takes
+// the last, possibly incomplete, answer.
+func addrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+	var addrs []netlink.Addr
+	var err error
+	for range 3 {
+		if addrs, err = netlink.AddrList(link, family); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return addrs, err
+		}
+	}
+	return addrs, nil
 }
 
 func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {

@@ -3,6 +3,8 @@ package agentrollout
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -20,13 +23,20 @@ import (
 type Deployer struct {
 	client client.Client
 	reader client.Reader
+	clock  clock.PassiveClock
 }
 
 // New returns a Deployer that writes and reads through c. c must be able to apply, get,
 // list and delete the objects of this package in the target namespace (see
 // docs/design.md, "Agent rollout").
 func New(c client.Client) *Deployer {
-	return &Deployer{client: c, reader: c}
+	return &Deployer{client: c, reader: c, clock: clock.RealClock{}}
+}
+
+// WithClock replaces the real clock (tests). It returns d.
+func (d *Deployer) WithClock(c clock.PassiveClock) *Deployer {
+	d.clock = c
+	return d
 }
 
 // WithReader makes the Deployer read (DaemonSet, Lease, agent pods) through r, e.g. a
@@ -64,7 +74,9 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 // Delete removes the agent. It deletes the DaemonSet and reports gone=false while the
 // DaemonSet or any agent pod still exists; the caller calls again later. Only when no
 // agent pod is left (so no node holds the VIP any more) does it delete the RoleBinding,
-// Role, ServiceAccount and the agents' Lease, and report gone=true.
+// Role, ServiceAccount and the agents' Lease, and report gone=true. A pod stuck in
+// Terminating (its node unreachable, so its kubelet never confirms) counts as gone once
+// it cannot hold the VIP any more, see podCannotHoldVIP.
 func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: namespace}}
 	// Background: the garbage collector deletes the pods; the pod list below waits for it.
@@ -82,8 +94,11 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(selectorLabels())); err != nil {
 		return false, fmt.Errorf("listing agent pods in %s: %w", namespace, err)
 	}
-	if len(pods.Items) > 0 {
-		return false, nil
+	now := d.clock.Now()
+	for i := range pods.Items {
+		if !podCannotHoldVIP(&pods.Items[i], now) {
+			return false, nil
+		}
 	}
 
 	for _, obj := range []client.Object{
@@ -122,4 +137,47 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, LeaseName, err)
 	}
 	return status, nil
+}
+
+// Agent defaults (cmd/kube-vip-agent) for pods that do not set the flags.
+const (
+	defaultLeaseDuration = 1500 * time.Millisecond
+	defaultVIPLifetime   = time.Second
+)
+
+// podCannotHoldVIP tells whether a terminating agent pod can no longer hold the VIP, even
+// if its node is unreachable and the pod object is never removed. A pod's
+// deletionTimestamp is already the end of its grace period; this waits another grace
+// period plus the agent's lease duration or VIP lifetime (the longer one) beyond it. By
+// then an agent cut off from the API server has stopped renewing and dropped the VIP, and
+// a dead or frozen one has let the kernel expire it. An agent that still reaches the API
+// server loses its Role and RoleBinding right after (Delete removes them) and drops the
+// VIP within its renew deadline.
+func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	var grace time.Duration
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	lease, lifetime := defaultLeaseDuration, defaultVIPLifetime
+	for _, c := range pod.Spec.Containers {
+		if c.Name != Name {
+			continue
+		}
+		for _, arg := range c.Args {
+			if v, ok := strings.CutPrefix(arg, "--lease-duration="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					lease = d
+				}
+			}
+			if v, ok := strings.CutPrefix(arg, "--vip-lifetime="); ok {
+				if d, err := time.ParseDuration(v); err == nil {
+					lifetime = d
+				}
+			}
+		}
+	}
+	return now.After(pod.DeletionTimestamp.Add(grace + max(lease, lifetime)))
 }

@@ -37,9 +37,6 @@ import (
 // the node tracker keeps the allowed address pairs in between.
 const DefaultVerifyInterval = time.Hour
 
-// agentDeleteRequeue is how often the deletion checks whether the agent pods are gone.
-const agentDeleteRequeue = 3 * time.Second
-
 // AgentDeployer rolls out the kube-vip-agent; agentrollout.Deployer implements it.
 type AgentDeployer interface {
 	Deploy(ctx context.Context, spec agentrollout.Spec) error
@@ -71,6 +68,8 @@ type Actuator struct {
 	client client.Client
 	reader client.Reader
 	opts   ActuatorOptions
+
+	locks exposureLocks
 
 	mu       sync.Mutex
 	failures map[types.UID]int
@@ -106,6 +105,8 @@ func NewActuator(mgr manager.Manager, opts ActuatorOptions) *Actuator {
 // Reconcile makes sure the VIP port, its floating IP and the allowed address pairs exist,
 // rolls out the agent and returns the ingress (the floating IP, or the VIP when internal).
 func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) ([]corev1.LoadBalancerIngress, error) {
+	unlock := a.locks.lock(exp.UID)
+	defer unlock()
 	ingress, err := a.reconcile(ctx, log, exp, cluster)
 	return ingress, a.finish(exp, err)
 }
@@ -204,13 +205,31 @@ func ingressFromStatus(s *v1alpha1.ExposureStatus) []corev1.LoadBalancerIngress 
 
 func vipPortSpec(in *inputs) openstack.VIPPortSpec {
 	return openstack.VIPPortSpec{
-		Name:        "kube-vip-" + in.identity,
-		Description: fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", in.identity),
+		Name:        vipPortName(in.identity),
+		Description: ownerDescription(in.identity),
 		NetworkID:   in.config.NetworkID,
 		SubnetID:    in.config.SubnetID,
 		IPAddress:   in.config.VIPAddress,
 		Tags:        clusterTags(in.identity),
 	}
+}
+
+// vipPortName is the name of the cluster's VIP port.
+func vipPortName(identity string) string {
+	return "kube-vip-" + identity
+}
+
+// ownerDescription is the description of the VIP port and of the floating IPs this
+// extension creates. On floating IPs it is the mark of ownership: only a floating IP with
+// exactly this description is ever deleted; others (pre-allocated by the user) are only
+// disassociated. Neutron stores the description with the create request, at no extra call.
+func ownerDescription(identity string) string {
+	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", identity)
+}
+
+// ownedFloatingIP tells whether this extension created the floating IP for the cluster.
+func ownedFloatingIP(fip *floatingips.FloatingIP, identity string) bool {
+	return fip.Description == ownerDescription(identity)
 }
 
 func clusterTags(identity string) []string {
@@ -247,16 +266,17 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	}
 	if created {
 		log.Info("Created the VIP port", "port", port.ID)
-		if !hasAllTags(port.Tags, clusterTags(in.identity)) {
-			// Neutron without the tag-ports-during-bulk-creation extension ignores tags in the
-			// create request.
-			if err := network.ReplacePortTags(ctx, port.ID, clusterTags(in.identity)); err != nil {
-				return status, err
-			}
-		}
 	}
+	// Recorded before the tagging, so that a failed tagging does not lose the port.
 	status.PortID = port.ID
 	status.VIPAddress = openstack.PortAddress(port, cfg.SubnetID)
+	if !openstack.HasAllTags(port.Tags, clusterTags(in.identity)) {
+		// Neutron without the tag_ports_during_bulk_creation extension driver ignores tags in
+		// the create request; a port found untagged is re-tagged.
+		if err := network.ReplacePortTags(ctx, port.ID, clusterTags(in.identity)); err != nil {
+			return status, err
+		}
+	}
 
 	// The floating IP and the node pairs are independent of each other: do them at once.
 	var (
@@ -266,32 +286,19 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		pairsErr  error
 		vip       = status.VIPAddress
 	)
-	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, cfg, port, created, status) })
-	wg.Go(func() { nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, cfg.NetworkID, vip, in.nodes) })
+	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, in, port, created, status) })
+	wg.Go(func() {
+		nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, pairSync{networkID: cfg.NetworkID, vip: vip, vipPortID: port.ID, nodes: in.nodes})
+	})
 	wg.Wait()
 	status.NodePorts = nodePorts
 	return status, errors.Join(fipErr, pairsErr)
 }
 
-func hasAllTags(have, want []string) bool {
-	for _, w := range want {
-		found := false
-		for _, h := range have {
-			if h == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // ensureFloatingIP allocates, adopts or releases the floating IP of the VIP port and
 // records it in status.
-func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, cfg *Config, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
+	cfg := in.config
 	release := func(id string, adopted bool) error {
 		if adopted {
 			return network.DisassociateFloatingIP(ctx, id)
@@ -345,9 +352,20 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 		if err != nil {
 			return err
 		}
-		if fip := pickFloatingIP(existing, status.FloatingIPID); fip != nil {
+		if fip := pickFloatingIP(existing, in.identity, status.FloatingIPID); fip != nil {
+			if err := checkFloatingPool(ctx, network, cfg, fip); err != nil {
+				return err
+			}
 			status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, false
 			return nil
+		}
+		// A floating IP on the VIP port that this extension did not create and the config
+		// does not name is not ours to keep or to delete: it is only disassociated.
+		for _, fip := range existing {
+			log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
+			if err := network.DisassociateFloatingIP(ctx, fip.ID); err != nil {
+				return err
+			}
 		}
 	}
 	if floatingNetworkID == "" {
@@ -361,7 +379,7 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 		FloatingNetworkID: floatingNetworkID,
 		PortID:            port.ID,
 		FixedIP:           status.VIPAddress,
-		Description:       port.Description,
+		Description:       ownerDescription(in.identity),
 	})
 	if err != nil {
 		return err
@@ -371,72 +389,52 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 	return nil
 }
 
-func pickFloatingIP(list []floatingips.FloatingIP, preferID string) *floatingips.FloatingIP {
+// pickFloatingIP returns the floating IP this extension created for the cluster, preferring
+// preferID, or nil.
+func pickFloatingIP(list []floatingips.FloatingIP, identity, preferID string) *floatingips.FloatingIP {
+	var found *floatingips.FloatingIP
 	for i := range list {
+		if !ownedFloatingIP(&list[i], identity) {
+			continue
+		}
 		if list[i].ID == preferID {
 			return &list[i]
 		}
+		if found == nil {
+			found = &list[i]
+		}
 	}
-	if len(list) > 0 {
-		return &list[0]
+	return found
+}
+
+// checkFloatingPool rejects a floating pool change while the extension's floating IP
+// exists: a new pool means a new address for the kube-apiserver, which clients and
+// kubeconfigs of the self-hosted shoot know; the pool is immutable like the VIP.
+func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP) error {
+	want := cfg.FloatingNetworkID
+	if want == "" {
+		id, err := network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
+		if err != nil {
+			return err
+		}
+		want = id
+	}
+	if fip.FloatingNetworkID != want {
+		return configError("the floating IP %s of the exposure is from network %s, not from the configured floating pool %q (%s): "+
+			"the floating pool cannot change while the floating IP exists; restore floatingPoolName/floatingNetworkID, or delete and recreate the exposure",
+			fip.FloatingIP, fip.FloatingNetworkID, cfg.FloatingPoolName, want)
 	}
 	return nil
 }
 
-// errNodePortMissing is returned when a control-plane node has no Neutron port yet.
-var errNodePortMissing = errors.New("control-plane node without Neutron port")
-
-// ensureNodePairs adds the VIP pair to the ports of the control-plane nodes (one list call
-// for all of them) and returns the node ports. Nodes without a port yield an error after
-// the others are done.
-func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network *openstack.Network, networkID, vip string, nodes []controlPlaneNode) ([]v1alpha1.NodePort, error) {
-	if len(nodes) == 0 {
+// ensureNodePairs puts the VIP pair on the ports of the control-plane nodes and removes it
+// from other ports of the network (see syncPairs), and returns the node ports. Without any
+// control-plane Node (yet) it does nothing: the node tracker handles the Nodes as they come.
+func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network *openstack.Network, s pairSync) ([]v1alpha1.NodePort, error) {
+	if len(s.nodes) == 0 {
 		return nil, nil
 	}
-	ips := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		ips = append(ips, n.IP)
-	}
-	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: networkID, FixedIPs: ips})
-	if err != nil {
-		return nil, err
-	}
-	byIP := map[string]*ports.Port{}
-	for i := range list {
-		for _, ip := range list[i].FixedIPs {
-			byIP[ip.IPAddress] = &list[i]
-		}
-	}
-	var (
-		nodePorts []v1alpha1.NodePort
-		missing   []string
-		errs      = make([]error, len(nodes))
-		wg        sync.WaitGroup
-	)
-	for i, n := range nodes {
-		port := byIP[n.IP]
-		if port == nil {
-			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
-			continue
-		}
-		nodePorts = append(nodePorts, v1alpha1.NodePort{NodeName: n.Name, PortID: port.ID})
-		// Each port is updated on its own; the updates of different ports do not conflict.
-		wg.Go(func() {
-			updated, err := network.EnsurePair(ctx, port, vip)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if updated {
-				log.Info("Added the VIP to the allowed address pairs of a node port", "node", n.Name, "port", port.ID)
-			}
-		})
-	}
-	wg.Wait()
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("%w: no port in network %s for %v yet; will retry", errNodePortMissing, networkID, missing))
-	}
-	return nodePorts, errors.Join(errs...)
+	return syncPairs(ctx, log, network, s)
 }
 
 func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, in *inputs, status *v1alpha1.ExposureStatus) error {
@@ -492,7 +490,7 @@ func (a *Actuator) finish(exp *extensionsv1alpha1.SelfHostedShootExposure, err e
 	if errors.As(err, &requeue) {
 		return requeue
 	}
-	if !openstack.IsTransient(err) && !errors.Is(err, errNodePortMissing) {
+	if !openstack.IsTransient(err) && !errors.Is(err, errNodePortMissing) && !errors.Is(err, errAgentPodsRemain) {
 		return err
 	}
 	n := a.failures[exp.UID]

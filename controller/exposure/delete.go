@@ -10,26 +10,29 @@ import (
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
+// errAgentPodsRemain makes the deletion wait, with backoff, until no agent pod can hold
+// the VIP any more.
+var errAgentPodsRemain = errors.New("waiting for the kube-vip-agent pods to terminate before the VIP is released")
+
 // Delete removes the agent first (so that no node holds the VIP any more), then the VIP
-// pair from every port of the network, the floating IP (adopted ones are only
-// disassociated) and the VIP port. Resources are found by the status, else by tags.
+// pair from the ports, the floating IP (only those the extension created are deleted,
+// others are disassociated) and the VIP port. Resources are found by the status, else by
+// name and tags.
 func (a *Actuator) Delete(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) error {
+	unlock := a.locks.lock(exp.UID)
+	defer unlock()
 	gone, err := a.opts.Agent.Delete(ctx, exp.Namespace)
 	if err != nil {
 		return a.finish(exp, fmt.Errorf("deleting the kube-vip-agent: %w", err))
 	}
 	if !gone {
 		log.Info("Waiting for the kube-vip-agent pods to terminate")
-		return &reconcilerutils.RequeueAfterError{
-			Cause:        errors.New("waiting for the kube-vip-agent pods to terminate before the VIP is released"),
-			RequeueAfter: agentDeleteRequeue,
-		}
+		return a.finish(exp, errAgentPodsRemain)
 	}
 	return a.finish(exp, a.cleanup(ctx, log, exp, cluster, false))
 }
@@ -37,6 +40,8 @@ func (a *Actuator) Delete(ctx context.Context, log logr.Logger, exp *extensionsv
 // ForceDelete tries the OpenStack cleanup once without waiting for the agent; errors are
 // only logged and never block the deletion.
 func (a *Actuator) ForceDelete(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) error {
+	unlock := a.locks.lock(exp.UID)
+	defer unlock()
 	if _, err := a.opts.Agent.Delete(ctx, exp.Namespace); err != nil {
 		log.Error(err, "Force deletion: could not delete the kube-vip-agent, orphaning it")
 	}
@@ -46,7 +51,8 @@ func (a *Actuator) ForceDelete(ctx context.Context, log logr.Logger, exp *extens
 	return nil
 }
 
-// cleanup removes the OpenStack resources. With bestEffort it goes on after errors.
+// cleanup removes the OpenStack resources and clears them from the status as they go.
+// With bestEffort it goes on after errors.
 func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, bestEffort bool) error {
 	status, err := DecodeStatus(exp)
 	if err != nil {
@@ -62,24 +68,9 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 	}
 	identity := clusterIdentity(exp, cluster)
 
-	// The VIP ports: the one in the status and every port tagged for this cluster (lost
-	// status, or leftovers).
-	tagged, err := network.ListPorts(ctx, openstack.PortFilter{Tags: clusterTags(identity)})
+	vipPorts, err := a.findVIPPorts(ctx, network, identity, status)
 	if err != nil {
 		return err
-	}
-	vipPorts := map[string]*ports.Port{}
-	for i := range tagged {
-		vipPorts[tagged[i].ID] = &tagged[i]
-	}
-	if status.PortID != "" && vipPorts[status.PortID] == nil {
-		p, err := network.GetPort(ctx, status.PortID)
-		switch {
-		case err == nil:
-			vipPorts[p.ID] = p
-		case !openstack.IsNotFound(err):
-			return err
-		}
 	}
 
 	var errs []error
@@ -89,6 +80,14 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 		}
 		errs = append(errs, err)
 		return bestEffort
+	}
+	// Whatever was removed is recorded, also when a later step fails: a retry must not act
+	// on a VIP address that Neutron may have handed out again.
+	done := func() error {
+		if err := a.patchStatus(ctx, exp, status); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
 	}
 
 	// Adopted floating IP from the config, if the config is still readable.
@@ -103,58 +102,185 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 
 	for _, port := range vipPorts {
 		vip := openstack.PortAddress(port, "")
-		networkID := port.NetworkID
 		if vip != "" {
-			if !keepGoing(a.removePairsInNetwork(ctx, log, network, networkID, vip, port.ID)) {
-				return errors.Join(errs...)
+			// The port holds the VIP as its fixed IP, so a VIP pair anywhere in the network
+			// is this extension's.
+			all := func(*ports.Port) bool { return true }
+			if !keepGoing(a.removePairs(ctx, log, network, pairRemoval{networkID: port.NetworkID, vip: vip, vipPortID: port.ID, accept: all})) {
+				return done()
 			}
 		}
 		fips, err := network.FloatingIPsOfPort(ctx, port.ID)
 		if !keepGoing(err) {
-			return errors.Join(errs...)
+			return done()
 		}
 		for _, fip := range fips {
-			if fip.FloatingIP == adoptedAddress || (status.FloatingIPAdopted && fip.ID == status.FloatingIPID) {
-				log.Info("Disassociating the adopted floating IP", "floatingIP", fip.FloatingIP)
-				err = network.DisassociateFloatingIP(ctx, fip.ID)
-			} else {
+			adopted := fip.FloatingIP == adoptedAddress || (status.FloatingIPAdopted && fip.ID == status.FloatingIPID)
+			if !adopted && ownedFloatingIP(&fip, identity) {
 				log.Info("Deleting the floating IP", "floatingIP", fip.FloatingIP)
 				err = network.DeleteFloatingIP(ctx, fip.ID)
+			} else {
+				log.Info("Disassociating a floating IP the extension did not create", "floatingIP", fip.FloatingIP)
+				err = network.DisassociateFloatingIP(ctx, fip.ID)
 			}
 			if !keepGoing(err) {
-				return errors.Join(errs...)
+				return done()
+			}
+			if fip.ID == status.FloatingIPID {
+				clearFloatingIP(status)
 			}
 		}
 		log.Info("Deleting the VIP port", "port", port.ID)
 		if !keepGoing(network.DeletePort(ctx, port.ID)) {
-			return errors.Join(errs...)
+			return done()
+		}
+		if port.ID == status.PortID || (vip != "" && vip == status.VIPAddress) {
+			status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
 		}
 	}
-	if len(vipPorts) == 0 && status.VIPAddress != "" && status.NetworkID != "" {
+
+	if status.VIPAddress != "" && status.NetworkID != "" {
 		// The port is gone already, but pairs may remain.
-		keepGoing(a.removePairsInNetwork(ctx, log, network, status.NetworkID, status.VIPAddress, ""))
+		keepGoing(a.removeStalePairs(ctx, log, network, status))
 	}
-	return errors.Join(errs...)
+	if status.FloatingIPID != "" && !status.FloatingIPAdopted {
+		// The port is gone already, its floating IP may remain.
+		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, identity))
+	}
+	if len(errs) == 0 {
+		status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
+		clearFloatingIP(status)
+	}
+	return done()
 }
 
-// removePairsInNetwork lists the network's ports once and removes the VIP pair from every
-// port that carries it, except the VIP port itself. Other pairs stay.
-func (a *Actuator) removePairsInNetwork(ctx context.Context, log logr.Logger, network *openstack.Network, networkID, vip, vipPortID string) error {
-	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: networkID})
+func clearFloatingIP(status *v1alpha1.ExposureStatus) {
+	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = "", "", false
+}
+
+// findVIPPorts returns the VIP ports of the cluster: the one in the status and every
+// unbound port with the cluster's port name that carries the cluster's tags, or no tags
+// but lies in the status' network (the tagging after the create may have failed).
+func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network, identity string, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
+	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(identity)})
+	if err != nil {
+		return nil, err
+	}
+	vipPorts := map[string]*ports.Port{}
+	for i := range named {
+		p := &named[i]
+		if !openstack.IsVIPPortCandidate(p, clusterTags(identity)) {
+			continue
+		}
+		if len(p.Tags) > 0 || p.ID == status.PortID || (status.NetworkID != "" && p.NetworkID == status.NetworkID) {
+			vipPorts[p.ID] = p
+		}
+	}
+	if status.PortID != "" && vipPorts[status.PortID] == nil {
+		p, err := network.GetPort(ctx, status.PortID)
+		switch {
+		case err == nil:
+			vipPorts[p.ID] = p
+		case !openstack.IsNotFound(err):
+			return nil, err
+		}
+	}
+	return vipPorts, nil
+}
+
+// removeStalePairs removes the VIP pair of status after its port is gone. Neutron may
+// have handed the address to another port meanwhile: then nothing is touched. Otherwise
+// only the ports recorded in status.nodePorts and the ports of the current control-plane
+// Nodes lose the pair.
+func (a *Actuator) removeStalePairs(ctx context.Context, log logr.Logger, network *openstack.Network, status *v1alpha1.ExposureStatus) error {
+	nodes, err := a.controlPlaneNodes(ctx)
 	if err != nil {
 		return err
+	}
+	nodePortIDs := map[string]bool{}
+	for _, np := range status.NodePorts {
+		nodePortIDs[np.PortID] = true
+	}
+	nodeIPs := map[string]bool{}
+	for _, n := range nodes {
+		nodeIPs[n.IP] = true
+	}
+	return a.removePairs(ctx, log, network, pairRemoval{networkID: status.NetworkID, vip: status.VIPAddress, accept: func(p *ports.Port) bool {
+		if nodePortIDs[p.ID] {
+			return true
+		}
+		for _, ip := range p.FixedIPs {
+			if nodeIPs[ip.IPAddress] {
+				return true
+			}
+		}
+		return false
+	}})
+}
+
+// pairRemoval selects the ports that lose the VIP pair.
+type pairRemoval struct {
+	networkID string
+	vip       string
+	// vipPortID is the VIP port (may be empty when it is gone); it keeps its fixed IP.
+	vipPortID string
+	// accept tells whether the port may lose the pair.
+	accept func(*ports.Port) bool
+}
+
+// removePairs lists the network's ports once and removes the VIP pair from every port
+// that carries it and that r.accept accepts. Other pairs stay. When a port other than the
+// VIP port holds the VIP as its fixed IP, the address belongs to someone else now and no
+// port is touched.
+func (a *Actuator) removePairs(ctx context.Context, log logr.Logger, network *openstack.Network, r pairRemoval) error {
+	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: r.networkID})
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if list[i].ID != r.vipPortID && hasFixedIP(&list[i], r.vip) {
+			log.Info("The VIP address belongs to another port now; leaving the allowed address pairs alone", "vip", r.vip, "port", list[i].ID)
+			return nil
+		}
 	}
 	var errs []error
 	for i := range list {
 		p := &list[i]
-		if p.ID == vipPortID || !openstack.HasPair(p, vip) {
+		if p.ID == r.vipPortID || !r.accept(p) || !openstack.HasPair(p, r.vip) {
 			continue
 		}
-		if _, err := network.RemovePairFromPort(ctx, p, vip); err != nil {
+		if _, err := network.RemovePairFromPort(ctx, p, r.vip); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		log.Info("Removed the VIP from the allowed address pairs of a port", "port", p.ID)
 	}
 	return errors.Join(errs...)
+}
+
+func hasFixedIP(p *ports.Port, ip string) bool {
+	for _, f := range p.FixedIPs {
+		if f.IPAddress == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteOrphanedFloatingIP deletes the floating IP of the status when the extension
+// created it; a floating IP without the extension's mark is left alone.
+func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, id, identity string) error {
+	fip, err := network.GetFloatingIP(ctx, id)
+	if err != nil {
+		if openstack.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if !ownedFloatingIP(fip, identity) {
+		log.Info("Leaving a floating IP the extension did not create", "floatingIP", fip.FloatingIP)
+		return nil
+	}
+	log.Info("Deleting the floating IP of the vanished VIP port", "floatingIP", fip.FloatingIP)
+	return network.DeleteFloatingIP(ctx, id)
 }

@@ -35,7 +35,8 @@ type inputs struct {
 	config   *Config
 	infra    *InfrastructureStatus
 	auth     openstack.AuthConfig
-	// secretHash fingerprints the credentials Secret's data.
+	// secretHash identifies the version of the credentials Secret (UID and resourceVersion,
+	// never its data: the hash ends up in the status).
 	secretHash string
 	port       int32
 	nodes      []controlPlaneNode
@@ -167,7 +168,9 @@ func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.Self
 		namespace = exp.Namespace
 	}
 	secret := &corev1.Secret{}
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
+	// Through the API reader: the cached client would start an informer on every Secret of
+	// the namespace (and need list/watch on them).
+	if err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return openstack.AuthConfig{}, "", configError("the credentials Secret %s/%s does not exist: create it or fix spec.credentialsRef", namespace, ref.Name)
 		}
@@ -191,7 +194,13 @@ func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.Self
 		}
 		auth.AuthURL = url
 	}
-	return auth, openstack.HashSecretData(secret.Data), nil
+	return auth, secretVersion(secret), nil
+}
+
+// secretVersion changes whenever the Secret is replaced or updated, and reveals nothing
+// about its data.
+func secretVersion(secret *corev1.Secret) string {
+	return string(secret.UID) + "/" + secret.ResourceVersion
 }
 
 func keystoneURL(cluster *extensionscontroller.Cluster, region string) (string, error) {

@@ -7,13 +7,11 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-
-	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
-	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
 // SyncNodePairs keeps the VIP pair on exactly the ports of the current control-plane
@@ -21,12 +19,29 @@ import (
 // belong to a control-plane Node (never from the VIP port, never other pairs). It records
 // the node ports in the status. It makes no OpenStack call while the status has no VIP.
 // A control-plane Node without a port yields an error, so that the caller retries.
-func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure) error {
+//
+// It holds the exposure's lock (shared with Reconcile and Delete) and works on a fresh
+// read of the exposure from the API server: an exposure that is gone or being deleted by
+// then is skipped, so that a sync never re-adds a pair that the deletion removed.
+func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *extensionsv1alpha1.SelfHostedShootExposure) error {
+	unlock := a.locks.lock(cached.UID)
+	defer unlock()
+
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(cached), exp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the SelfHostedShootExposure %s: %w", client.ObjectKeyFromObject(cached), err)
+	}
+	if exp.UID != cached.UID || exp.DeletionTimestamp != nil {
+		return nil
+	}
 	status, err := DecodeStatus(exp)
 	if err != nil {
 		return err
 	}
-	if status.VIPAddress == "" || status.NetworkID == "" || exp.DeletionTimestamp != nil {
+	if status.VIPAddress == "" || status.NetworkID == "" {
 		return nil
 	}
 	cluster, err := extensionscontroller.GetCluster(ctx, a.reader, exp.Namespace)
@@ -45,58 +60,17 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, exp *exte
 	if err != nil {
 		return err
 	}
-	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: status.NetworkID})
-	if err != nil {
-		return err
-	}
-
-	byIP := map[string]*ports.Port{}
-	for i := range list {
-		for _, ip := range list[i].FixedIPs {
-			byIP[ip.IPAddress] = &list[i]
-		}
-	}
-	var (
-		errs      []error
-		missing   []string
-		nodePorts []v1alpha1.NodePort
-		keep      = map[string]bool{status.PortID: true}
-	)
-	for _, n := range nodes {
-		port := byIP[n.IP]
-		if port == nil {
-			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
-			continue
-		}
-		keep[port.ID] = true
-		if updated, err := network.EnsurePair(ctx, port, status.VIPAddress); err != nil {
-			errs = append(errs, err)
-			continue
-		} else if updated {
-			log.Info("Added the VIP to the allowed address pairs of a node port", "node", n.Name, "port", port.ID)
-		}
-		nodePorts = append(nodePorts, v1alpha1.NodePort{NodeName: n.Name, PortID: port.ID})
-	}
-	for i := range list {
-		p := &list[i]
-		if keep[p.ID] || !openstack.HasPair(p, status.VIPAddress) {
-			continue
-		}
-		if _, err := network.RemovePairFromPort(ctx, p, status.VIPAddress); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		log.Info("Removed the VIP from the allowed address pairs of a former control-plane port", "port", p.ID)
-	}
-
+	nodePorts, syncErr := syncPairs(ctx, log, network, pairSync{
+		networkID: status.NetworkID,
+		vip:       status.VIPAddress,
+		vipPortID: status.PortID,
+		nodes:     nodes,
+	})
 	if !slices.Equal(status.NodePorts, nodePorts) {
 		status.NodePorts = nodePorts
 		if err := a.patchStatus(ctx, exp, status); err != nil {
-			errs = append(errs, err)
+			return errors.Join(syncErr, err)
 		}
 	}
-	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("%w: no port in network %s for %v yet", errNodePortMissing, status.NetworkID, missing))
-	}
-	return errors.Join(errs...)
+	return syncErr
 }

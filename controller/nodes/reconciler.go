@@ -25,7 +25,9 @@ func (r *reconciler) exposuresForNode(ctx context.Context, _ client.Object) []re
 	list := &extensionsv1alpha1.SelfHostedShootExposureList{}
 	if err := r.client.List(ctx, list); err != nil {
 		// A map function cannot return an error, so this change is lost; the pairs are synced
-		// again by the next control-plane Node event or by the exposure's own reconciliation.
+		// again by the next control-plane Node event or by the exposure's next reconciliation
+		// that reaches OpenStack (changed inputs, the operation annotation, or a verification
+		// older than the verify interval), which also adds and removes pairs.
 		// The list is served from the informer cache and fails only if that is unusable.
 		logf.FromContext(ctx).Error(err, "Listing SelfHostedShootExposures failed; node change not mapped")
 		return nil

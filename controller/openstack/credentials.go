@@ -1,11 +1,8 @@
 package openstack
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -120,20 +117,4 @@ func CredentialsFromSecretData(data map[string][]byte) (*Credentials, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidCredentials, strings.Join(problems, "; "))
 	}
 	return c, nil
-}
-
-// HashSecretData fingerprints the data of a Secret. The hash changes whenever any key or
-// value changes and reveals nothing about the values.
-func HashSecretData(data map[string][]byte) string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%d:%s=%d:", len(k), k, len(data[k]))
-		h.Write(data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -2,10 +2,13 @@ package openstack
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -89,12 +92,24 @@ const maxMessageLength = 300
 // the Gardener error codes that fit:
 //   - 401: ErrorInfraUnauthenticated, 403: ErrorInfraUnauthorized
 //   - OverQuota, address exhaustion: ErrorInfraQuotaExceeded
-//   - missing network, subnet or pool, invalid input: ErrorConfigurationProblem
+//   - invalid input, TLS certificate verification failures: ErrorConfigurationProblem
 //   - other 409 conflicts: ErrorInfraDependencies
+//   - 404: transient (a port or floating IP vanished under an update, e.g. during a node
+//     replacement); ClassifyLookup makes it a configuration problem for configured IDs
 //   - 5xx, 429, timeouts and connection errors: transient, no code.
 //
 // op says what was attempted ("create the VIP port"). Classify returns nil for nil.
 func Classify(err error, op string) error {
+	return classify(err, op, false)
+}
+
+// ClassifyLookup is Classify for reads of resources the operator configured (network,
+// subnet, floating pool): a 404 there is a configuration problem.
+func ClassifyLookup(err error, op string) error {
+	return classify(err, op, true)
+}
+
+func classify(err error, op string, lookup bool) error {
 	if err == nil {
 		return nil
 	}
@@ -106,15 +121,7 @@ func Classify(err error, op string) error {
 
 	var resp gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &resp) {
-		switch {
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			e.Message = "the request was cancelled or timed out"
-		default:
-			e.Message = "OpenStack could not be reached"
-		}
-		e.Hint = "will retry"
-		e.Transient = true
-		return e
+		return classifyTransport(e, err)
 	}
 
 	e.StatusCode = resp.Actual
@@ -151,9 +158,12 @@ func Classify(err error, op string) error {
 	case e.Type == "ExternalGatewayForFloatingIPNotFound":
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "connect the node subnet through a router with a gateway to the floating pool network"
-	case resp.Actual == http.StatusNotFound:
+	case resp.Actual == http.StatusNotFound && lookup:
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "check the network, subnet and floating pool in the providerConfig and the Infrastructure status"
+	case resp.Actual == http.StatusNotFound:
+		e.Transient = true
+		e.Hint = "the resource disappeared meanwhile; will retry"
 	case resp.Actual == http.StatusBadRequest:
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "check the providerConfig against the network, subnet and floating pool"
@@ -170,4 +180,43 @@ func Classify(err error, op string) error {
 		return e
 	}
 	return v1beta1helper.NewErrorWithCodes(e, code)
+}
+
+// classifyTransport describes an error without an HTTP response: a certificate that does
+// not verify is a configuration problem, anything else (refused connection, DNS, timeout)
+// is transient. The message keeps the cause without the request URL.
+func classifyTransport(e *Error, err error) error {
+	cause := err
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) && urlErr.Err != nil {
+		cause = urlErr.Err
+	}
+	detail := cause.Error()
+	if len(detail) > maxMessageLength {
+		detail = detail[:maxMessageLength] + "..."
+	}
+	if isCertificateError(err) {
+		e.Message = "the TLS certificate of OpenStack could not be verified: " + detail
+		e.Hint = "set key \"caCert\" in the credentials Secret to the CA of the Keystone and Neutron endpoints, or fix the Keystone URL"
+		return v1beta1helper.NewErrorWithCodes(e, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		e.Message = "the request was cancelled or timed out: " + detail
+	default:
+		e.Message = "OpenStack could not be reached: " + detail
+	}
+	e.Hint = "will retry"
+	e.Transient = true
+	return e
+}
+
+func isCertificateError(err error) bool {
+	var (
+		verification *tls.CertificateVerificationError
+		unknown      x509.UnknownAuthorityError
+		hostname     x509.HostnameError
+		invalid      x509.CertificateInvalidError
+	)
+	return errors.As(err, &verification) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
 }

@@ -26,7 +26,8 @@ type ClientFactory interface {
 // AuthConfig is everything needed to authenticate against Keystone and find Neutron.
 type AuthConfig struct {
 	Credentials *Credentials
-	// AuthURL is the Keystone URL; it wins over Credentials.AuthURL when both are set.
+	// AuthURL is the Keystone URL from the CloudProfile; Credentials.AuthURL (key "authURL"
+	// of the Secret) wins over it when set, as in provider-openstack.
 	AuthURL string
 	// Region selects the Neutron endpoint in the service catalog.
 	Region string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -48,7 +49,7 @@ func (n *Network) ServiceClient() *gophercloud.ServiceClient { return n.client }
 func (n *Network) GetNetwork(ctx context.Context, id string) (*networks.Network, error) {
 	network, err := networks.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, Classify(err, fmt.Sprintf("read network %s", id))
+		return nil, ClassifyLookup(err, fmt.Sprintf("read network %s", id))
 	}
 	return network, nil
 }
@@ -89,7 +90,7 @@ func (o externalListOpts) ToNetworkListQuery() (string, error) {
 func (n *Network) GetSubnet(ctx context.Context, id string) (*subnets.Subnet, error) {
 	s, err := subnets.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, Classify(err, fmt.Sprintf("read subnet %s", id))
+		return nil, ClassifyLookup(err, fmt.Sprintf("read subnet %s", id))
 	}
 	return s, nil
 }
@@ -142,22 +143,49 @@ type VIPPortSpec struct {
 	Tags []string
 }
 
-// FindVIPPort returns the port with the spec's name and tags, or nil.
+// FindVIPPort returns the VIP port of the spec, or nil. It lists the ports with the spec's
+// name (in any network, so that a changed network is noticed) and accepts an unbound port
+// (empty device_owner) that carries all of the spec's tags or no tags at all: a Neutron
+// without the tag_ports_during_bulk_creation driver creates the port untagged, and the
+// tagging afterwards may have failed. Ports with the name but other tags, or bound ones,
+// belong to someone else and are ignored; an untagged one only in the spec's network.
 func (n *Network) FindVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.Port, error) {
-	list, err := n.ListPorts(ctx, PortFilter{Name: spec.Name, Tags: spec.Tags})
+	list, err := n.ListPorts(ctx, PortFilter{Name: spec.Name})
 	if err != nil {
 		return nil, err
 	}
-	switch len(list) {
+	var found []ports.Port
+	for _, p := range list {
+		if IsVIPPortCandidate(&p, spec.Tags) && (len(p.Tags) > 0 || p.NetworkID == spec.NetworkID) {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
 	case 0:
 		return nil, nil
 	case 1:
-		return &list[0], nil
+		return &found[0], nil
 	default:
 		return nil, v1beta1helper.NewErrorWithCodes(
-			fmt.Errorf("found %d ports named %q with the tags of this cluster: delete all but one", len(list), spec.Name),
+			fmt.Errorf("found %d unbound ports named %q with the tags of this cluster or none: delete all but one", len(found), spec.Name),
 			gardencorev1beta1.ErrorInfraDependencies)
 	}
+}
+
+// IsVIPPortCandidate tells whether p may be a VIP port with the tags: it is unbound and
+// carries either all of the tags or none at all.
+func IsVIPPortCandidate(p *ports.Port, tags []string) bool {
+	return p.DeviceOwner == "" && (len(p.Tags) == 0 || HasAllTags(p.Tags, tags))
+}
+
+// HasAllTags tells whether have contains every tag of want.
+func HasAllTags(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }
 
 type taggedPortCreateOpts struct {
@@ -195,9 +223,10 @@ func (n *Network) CreateVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.P
 	return p, nil
 }
 
-// GetOrCreateVIPPort finds the VIP port by name and tags and creates it when missing.
-// When the port exists with another address than spec.IPAddress, the address is changed.
-// created tells whether the port is new.
+// GetOrCreateVIPPort finds the VIP port (see FindVIPPort) and creates it when missing.
+// The address of an existing port is never changed: the nodes' allowed address pairs and
+// the agents carry it, so a different network, subnet or spec.IPAddress is a configuration
+// error. created tells whether the port is new.
 func (n *Network) GetOrCreateVIPPort(ctx context.Context, spec VIPPortSpec) (port *ports.Port, created bool, err error) {
 	port, err = n.FindVIPPort(ctx, spec)
 	if err != nil {
@@ -210,12 +239,10 @@ func (n *Network) GetOrCreateVIPPort(ctx context.Context, spec VIPPortSpec) (por
 	if port.NetworkID != spec.NetworkID {
 		return nil, false, NewConfigurationError(fmt.Errorf("the VIP port %s is in network %s, not in %s: the network of an exposure cannot change", port.ID, port.NetworkID, spec.NetworkID))
 	}
-	if PortAddress(port, spec.SubnetID) == "" || (spec.IPAddress != "" && PortAddress(port, spec.SubnetID) != spec.IPAddress) {
-		fixed := []ports.IP{{SubnetID: spec.SubnetID, IPAddress: spec.IPAddress}}
-		port, err = ports.Update(ctx, n.client, port.ID, ports.UpdateOpts{FixedIPs: fixed}).Extract()
-		if err != nil {
-			return nil, false, Classify(err, "change the address of the VIP port")
-		}
+	if address := PortAddress(port, spec.SubnetID); address == "" || (spec.IPAddress != "" && address != spec.IPAddress) {
+		return nil, false, NewConfigurationError(fmt.Errorf("the VIP port %s has the address %s, not one matching subnet %s and vipAddress %q: "+
+			"the VIP of an exposure cannot change once its port exists; restore subnetID and vipAddress in the provider config, or delete and recreate the exposure",
+			port.ID, PortAddress(port, ""), spec.SubnetID, spec.IPAddress))
 	}
 	return port, false, nil
 }
@@ -279,6 +306,15 @@ func (n *Network) ListFloatingIPs(ctx context.Context, opts floatingips.ListOpts
 		return nil, Classify(err, "list floating IPs")
 	}
 	return list, nil
+}
+
+// GetFloatingIP reads a floating IP.
+func (n *Network) GetFloatingIP(ctx context.Context, id string) (*floatingips.FloatingIP, error) {
+	fip, err := floatingips.Get(ctx, n.client, id).Extract()
+	if err != nil {
+		return nil, Classify(err, fmt.Sprintf("read floating IP %s", id))
+	}
+	return fip, nil
 }
 
 // FloatingIPsOfPort returns the floating IPs associated with the port.

@@ -1,8 +1,12 @@
 package openstack
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -65,14 +69,6 @@ func TestCredentialsFromSecretData(t *testing.T) {
 	}
 }
 
-func TestHashSecretData(t *testing.T) {
-	a := HashSecretData(map[string][]byte{"a": []byte("bc")})
-	b := HashSecretData(map[string][]byte{"ab": []byte("c")})
-	if a == b || a != HashSecretData(map[string][]byte{"a": []byte("bc")}) {
-		t.Errorf("hash not injective or not stable: %s %s", a, b)
-	}
-}
-
 func TestClassifyRequest(t *testing.T) {
 	for path, want := range map[string]string{
 		"/v2.0/ports": "network GET ports",
@@ -117,23 +113,33 @@ func TestClassify(t *testing.T) {
 	resp := func(code int, body string) error {
 		return gophercloud.ErrUnexpectedResponseCode{Actual: code, Body: []byte(body), URL: "http://x/v2.0/ports", Method: "POST"}
 	}
+	viaURL := func(err error) error { return &url.Error{Op: "Post", URL: "http://x/v2.0/ports", Err: err} }
 	for _, tc := range []struct {
 		name      string
 		err       error
+		lookup    bool
 		code      gardencorev1beta1.ErrorCode
 		transient bool
+		message   string
 	}{
-		{"401", resp(401, `{"error":{"code":401,"message":"The request you have made requires authentication."}}`), gardencorev1beta1.ErrorInfraUnauthenticated, false},
-		{"quota", resp(409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port']."}}`), gardencorev1beta1.ErrorInfraQuotaExceeded, false},
-		{"conflict", resp(409, `{"NeutronError":{"type":"FloatingIPPortAlreadyAssociated","message":"taken"}}`), gardencorev1beta1.ErrorInfraDependencies, false},
-		{"network missing", resp(404, `{"NeutronError":{"type":"NetworkNotFound","message":"Network x could not be found."}}`), gardencorev1beta1.ErrorConfigurationProblem, false},
-		{"ip taken", resp(409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"in use"}}`), gardencorev1beta1.ErrorConfigurationProblem, false},
-		{"server error", resp(503, `oops`), "", true},
-		{"stale revision", resp(412, `{}`), "", true},
-		{"connection", errors.New("dial tcp: connection refused"), "", true},
+		{name: "401", err: resp(401, `{"error":{"code":401,"message":"The request you have made requires authentication."}}`), code: gardencorev1beta1.ErrorInfraUnauthenticated},
+		{name: "quota", err: resp(409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port']."}}`), code: gardencorev1beta1.ErrorInfraQuotaExceeded},
+		{name: "conflict", err: resp(409, `{"NeutronError":{"type":"FloatingIPPortAlreadyAssociated","message":"taken"}}`), code: gardencorev1beta1.ErrorInfraDependencies},
+		{name: "configured network missing", err: resp(404, `{"NeutronError":{"type":"NetworkNotFound","message":"Network x could not be found."}}`), lookup: true, code: gardencorev1beta1.ErrorConfigurationProblem},
+		{name: "port vanished under an update", err: resp(404, `{"NeutronError":{"type":"PortNotFound","message":"Port x could not be found."}}`), transient: true},
+		{name: "ip taken", err: resp(409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"in use"}}`), code: gardencorev1beta1.ErrorConfigurationProblem},
+		{name: "server error", err: resp(503, `oops`), transient: true},
+		{name: "stale revision", err: resp(412, `{}`), transient: true},
+		{name: "connection", err: viaURL(errors.New("dial tcp 127.0.0.1:9696: connect: connection refused")), transient: true, message: "connection refused"},
+		{name: "unknown CA", err: viaURL(&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), code: gardencorev1beta1.ErrorConfigurationProblem, message: "caCert"},
+		{name: "wrong host name", err: viaURL(x509.HostnameError{Certificate: &x509.Certificate{}, Host: "keystone"}), code: gardencorev1beta1.ErrorConfigurationProblem, message: "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Classify(tc.err, "create the VIP port")
+			classify := Classify
+			if tc.lookup {
+				classify = ClassifyLookup
+			}
+			err := classify(tc.err, "create the VIP port")
 			codes := v1beta1helper.ExtractErrorCodes(err)
 			if tc.code == "" && len(codes) != 0 || tc.code != "" && (len(codes) != 1 || codes[0] != tc.code) {
 				t.Errorf("codes %v, want %q", codes, tc.code)
@@ -144,6 +150,47 @@ func TestClassify(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "create the VIP port failed") || strings.Contains(err.Error(), "http://x") {
 				t.Errorf("message %q", err.Error())
 			}
+			if !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("message %q does not contain %q", err.Error(), tc.message)
+			}
 		})
+	}
+}
+
+// TestClassifyUntrustedCertificate: a real TLS handshake with a server whose CA the client
+// does not trust is a configuration problem, not "OpenStack could not be reached".
+func TestClassifyUntrustedCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	provider := &gophercloud.ProviderClient{HTTPClient: http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	_, err := provider.Request(context.Background(), http.MethodGet, srv.URL+"/v3", &gophercloud.RequestOpts{})
+	if err == nil {
+		t.Fatal("request to an untrusted server succeeded")
+	}
+	err = Classify(err, "authenticate with Keystone")
+	if codes := v1beta1helper.ExtractErrorCodes(err); len(codes) != 1 || codes[0] != gardencorev1beta1.ErrorConfigurationProblem {
+		t.Errorf("codes %v, want a configuration problem; error: %v", codes, err)
+	}
+	if IsTransient(err) || strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("transient %v, message %q", IsTransient(err), err)
+	}
+}
+
+func TestIsVIPPortCandidate(t *testing.T) {
+	tags := []string{TagExtension, ClusterTag("c1")}
+	for _, tc := range []struct {
+		name string
+		port ports.Port
+		want bool
+	}{
+		{"tagged", ports.Port{Tags: []string{TagExtension, ClusterTag("c1"), "extra"}}, true},
+		{"untagged", ports.Port{}, true},
+		{"other cluster", ports.Port{Tags: []string{TagExtension, ClusterTag("c2")}}, false},
+		{"foreign tags", ports.Port{Tags: []string{"mine"}}, false},
+		{"bound", ports.Port{DeviceOwner: "compute:nova"}, false},
+	} {
+		if got := IsVIPPortCandidate(&tc.port, tags); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

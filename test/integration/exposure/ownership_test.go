@@ -1,0 +1,236 @@
+package exposure_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+)
+
+const exposureConfigHead = `"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig"`
+
+// TestUserFloatingIPSurvivesLostStatus: a pre-allocated floating IP on the VIP port is only
+// disassociated by the deletion, even when the status is lost and the provider config that
+// named it is unreadable.
+func TestUserFloatingIPSurvivesLostStatus(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	fip, err := floatingips.Create(ctx, e.neutron.ServiceClient(), floatingips.CreateOpts{FloatingNetworkID: e.os.ExternalNetworkID, Description: "the user's " + identity}).Extract()
+	if err != nil {
+		t.Fatalf("pre-allocating floating IP: %v", err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), fip.ID) })
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes,
+		providerConfig: fmt.Sprintf(`{%s,"floatingIP":%q}`, exposureConfigHead, fip.FloatingIP)})
+	create(t, ctx, e, exp, identity)
+	got := waitFor(t, ctx, e, exp, "ingress", succeeded)
+	if got.Status.Ingress[0].IP != fip.FloatingIP {
+		t.Fatalf("ingress %v, want the adopted %s", got.Status.Ingress, fip.FloatingIP)
+	}
+
+	// The config becomes unreadable (the reconciliation fails on it) and the status is lost.
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"floatingIPs":%q}`, exposureConfigHead, fip.FloatingIP)}
+	if err := e.cp.Client.Patch(ctx, current, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, e, exp, "the config error", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		return x.Status.LastError != nil && x.Status.ObservedGeneration == x.Generation
+	})
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.MergeFrom(current.DeepCopy())
+	current.Status.ProviderStatus = nil
+	if err := e.cp.Client.Status().Patch(ctx, current, patch); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := e.cp.Client.Delete(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitGone(ctx, e, exp); err != nil {
+		t.Fatal(err)
+	}
+	after, err := floatingips.Get(ctx, e.neutron.ServiceClient(), fip.ID).Extract()
+	if err != nil {
+		t.Fatalf("the user's floating IP was deleted: %v", err)
+	}
+	if after.PortID != "" {
+		t.Errorf("the user's floating IP is still associated with %s", after.PortID)
+	}
+}
+
+// vanishedPort creates an exposure with a floating IP the extension allocates, a bystander
+// port (no node) that carries the VIP pair for its own reasons, and then deletes the VIP
+// port behind the controller's back. It returns the nodes, the VIP, the floating IP ID and
+// the bystander port.
+func vanishedPort(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensionsv1alpha1.SelfHostedShootExposure, nodes []nodeFixture, vip, fipID, bystander string) {
+	t.Helper()
+	identity := useIdentity(t, ctx, e)
+	nodes = createNodes(t, ctx, e, identity, 2)
+	startController(t, e)
+	exp = newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	got := waitFor(t, ctx, e, exp, "ingress", succeeded)
+	status, err := exposure.DecodeStatus(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
+
+	pairs := []ports.AddressPair{{IPAddress: status.VIPAddress + "/32"}}
+	p, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: identity + "-bystander",
+		FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}, AllowedAddressPairs: pairs}).Extract()
+	if err != nil {
+		t.Fatalf("creating the bystander port: %v", err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
+
+	if err := e.neutron.DeletePort(ctx, status.PortID); err != nil {
+		t.Fatalf("deleting the VIP port behind the controller's back: %v", err)
+	}
+	return exp, nodes, status.VIPAddress, status.FloatingIPID, p.ID
+}
+
+func deleteAndWait(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) {
+	t.Helper()
+	if err := e.cp.Client.Delete(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitGone(ctx, e, exp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hasVIPPair(t *testing.T, ctx context.Context, e *sharedEnv, portID, vip string) bool {
+	t.Helper()
+	p, err := e.neutron.GetPort(ctx, portID)
+	if err != nil {
+		t.Fatalf("reading port %s: %v", portID, err)
+	}
+	return openstack.HasPair(p, vip)
+}
+
+// TestVanishedPortCleanup: when the VIP port is gone, the deletion still releases the
+// floating IP the extension allocated and removes the pair from the node ports, but not
+// from a port that is no control-plane node's.
+func TestVanishedPortCleanup(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, nodes, vip, fipID, bystander := vanishedPort(t, ctx, e)
+
+	deleteAndWait(t, ctx, e, exp)
+	if _, err := e.neutron.GetFloatingIP(ctx, fipID); !openstack.IsNotFound(err) {
+		t.Errorf("the floating IP of the vanished VIP port is left behind (err %v)", err)
+		_ = e.neutron.DeleteFloatingIP(context.Background(), fipID)
+	}
+	checkPairs(t, ctx, e, nodes, vip, false)
+	if !hasVIPPair(t, ctx, e, bystander, vip) {
+		t.Error("the deletion removed the VIP pair from a port that is no control-plane node's")
+	}
+}
+
+// TestReassignedVIPLeavesPairsAlone: when Neutron has given the VIP address to another port
+// after the VIP port vanished, the deletion touches no allowed address pair.
+func TestReassignedVIPLeavesPairsAlone(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, nodes, vip, fipID, bystander := vanishedPort(t, ctx, e)
+	t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), fipID) })
+
+	holder, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: exp.Name + "-new-owner",
+		FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID, IPAddress: vip}}}).Extract()
+	if err != nil {
+		t.Fatalf("giving the VIP address to another port: %v", err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), holder.ID) })
+
+	deleteAndWait(t, ctx, e, exp)
+	checkPairs(t, ctx, e, nodes, vip, true)
+	if !hasVIPPair(t, ctx, e, bystander, vip) {
+		t.Error("the deletion removed the pair of the address's new owner's neighbour")
+	}
+}
+
+// TestUntaggedPortIsAdoptedAndVIPImmutable: an unbound, untagged port with the cluster's
+// port name (a create whose response or tagging was lost) is taken as the VIP port and
+// tagged, not duplicated; a later change of vipAddress is a configuration error and leaves
+// the port's address alone.
+func TestUntaggedPortIsAdoptedAndVIPImmutable(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	leftover, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: "kube-vip-" + identity,
+		FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}}).Extract()
+	if err != nil {
+		t.Fatalf("creating the untagged port: %v", err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), leftover.ID) })
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes, providerConfig: fmt.Sprintf(`{%s,"internalOnly":true}`, exposureConfigHead)})
+	create(t, ctx, e, exp, identity)
+	got := waitFor(t, ctx, e, exp, "ingress", succeeded)
+	status, _ := exposure.DecodeStatus(got)
+	if status.PortID != leftover.ID {
+		t.Errorf("VIP port %s, want the adopted untagged port %s", status.PortID, leftover.ID)
+	}
+	named, err := e.neutron.ListPorts(ctx, openstack.PortFilter{Name: "kube-vip-" + identity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(named) != 1 || !slices.Contains(named[0].Tags, openstack.ClusterTag(identity)) {
+		t.Fatalf("ports named kube-vip-%s: %d (tags of the first: %v), want exactly one, tagged", identity, len(named), named[0].Tags)
+	}
+
+	other := freeAddress(t, ctx, e)
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(current.DeepCopy())
+	current.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"internalOnly":true,"vipAddress":%q}`, exposureConfigHead, other)}
+	if err := e.cp.Client.Patch(ctx, current, patch); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitFor(t, ctx, e, exp, "the rejected VIP change", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		return x.Status.LastError != nil && x.Status.ObservedGeneration == x.Generation
+	})
+	if codes := failed.Status.LastError.Codes; !slices.Contains(codes, gardencorev1beta1.ErrorConfigurationProblem) {
+		t.Errorf("lastError codes %v, want %s: %s", codes, gardencorev1beta1.ErrorConfigurationProblem, failed.Status.LastError.Description)
+	}
+	p, err := e.neutron.GetPort(ctx, leftover.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := openstack.PortAddress(p, ""); got != status.VIPAddress {
+		t.Errorf("the VIP port's address changed from %s to %s", status.VIPAddress, got)
+	}
+	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
+}
