@@ -299,11 +299,22 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 // records it in status.
 func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
 	cfg := in.config
+	// release deletes a floating IP only when the extension created it (a status written by
+	// an older version may record a floating IP it found on the port as its own).
 	release := func(id string, adopted bool) error {
-		if adopted {
-			return network.DisassociateFloatingIP(ctx, id)
+		if !adopted {
+			fip, err := network.GetFloatingIP(ctx, id)
+			if openstack.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if ownedFloatingIP(fip, in.identity) {
+				return network.DeleteFloatingIP(ctx, id)
+			}
 		}
-		return network.DeleteFloatingIP(ctx, id)
+		return network.DisassociateFloatingIP(ctx, id)
 	}
 
 	if cfg.InternalOnly {

@@ -141,6 +141,10 @@ func TestLifecycle(t *testing.T) {
 		}
 		checkPairs(t, ctx, e, nodes[:2], status.VIPAddress, true)
 		checkPairs(t, ctx, e, nodes[2:], status.VIPAddress, false)
+		// SyncNodePairs works on a fresh read of the exposure and records the ports there.
+		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+			t.Fatal(err)
+		}
 		s, _ := exposure.DecodeStatus(current)
 		if len(s.NodePorts) != 2 {
 			t.Errorf("status.nodePorts = %v, want 2", s.NodePorts)

@@ -46,22 +46,11 @@ func TestUserFloatingIPSurvivesLostStatus(t *testing.T) {
 	}
 
 	// The config becomes unreadable (the reconciliation fails on it) and the status is lost.
-	current := &extensionsv1alpha1.SelfHostedShootExposure{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(current.DeepCopy())
-	current.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"floatingIPs":%q}`, exposureConfigHead, fip.FloatingIP)}
-	if err := e.cp.Client.Patch(ctx, current, patch); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, e, exp, "the config error", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
-		return x.Status.LastError != nil && x.Status.ObservedGeneration == x.Generation
+	triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) {
+		x.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"floatingIPs":%q}`, exposureConfigHead, fip.FloatingIP)}
 	})
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-		t.Fatal(err)
-	}
-	patch = client.MergeFrom(current.DeepCopy())
+	current := waitFor(t, ctx, e, exp, "the config error", failedReconcile)
+	patch := client.MergeFrom(current.DeepCopy())
 	current.Status.ProviderStatus = nil
 	if err := e.cp.Client.Status().Patch(ctx, current, patch); err != nil {
 		t.Fatal(err)
@@ -210,18 +199,10 @@ func TestUntaggedPortIsAdoptedAndVIPImmutable(t *testing.T) {
 	}
 
 	other := freeAddress(t, ctx, e)
-	current := &extensionsv1alpha1.SelfHostedShootExposure{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(current.DeepCopy())
-	current.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"internalOnly":true,"vipAddress":%q}`, exposureConfigHead, other)}
-	if err := e.cp.Client.Patch(ctx, current, patch); err != nil {
-		t.Fatal(err)
-	}
-	failed := waitFor(t, ctx, e, exp, "the rejected VIP change", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
-		return x.Status.LastError != nil && x.Status.ObservedGeneration == x.Generation
+	triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) {
+		x.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{%s,"internalOnly":true,"vipAddress":%q}`, exposureConfigHead, other)}
 	})
+	failed := waitFor(t, ctx, e, exp, "the rejected VIP change", failedReconcile)
 	if codes := failed.Status.LastError.Codes; !slices.Contains(codes, gardencorev1beta1.ErrorConfigurationProblem) {
 		t.Errorf("lastError codes %v, want %s: %s", codes, gardencorev1beta1.ErrorConfigurationProblem, failed.Status.LastError.Description)
 	}
@@ -233,4 +214,10 @@ func TestUntaggedPortIsAdoptedAndVIPImmutable(t *testing.T) {
 		t.Errorf("the VIP port's address changed from %s to %s", status.VIPAddress, got)
 	}
 	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
+}
+
+// failedReconcile: the reconciliation of the current generation has failed.
+func failedReconcile(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+	lo := x.Status.LastOperation
+	return x.Status.LastError != nil && lo != nil && lo.State != gardencorev1beta1.LastOperationStateSucceeded && x.Status.ObservedGeneration == x.Generation
 }
