@@ -64,7 +64,7 @@ func DefaultConfig() Config {
 		CAFile:                 "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
 		HealthPeriod:           250 * time.Millisecond,
 		HealthTimeout:          500 * time.Millisecond,
-		HealthFailureThreshold: 2,
+		HealthFailureThreshold: 3,
 		MetricsAddress:         "127.0.0.1:9482",
 	}
 }

@@ -89,7 +89,7 @@ type HealthCheck struct {
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// FailureThreshold is the number of consecutive failed probes after which the node
-	// gives up the virtual IP. Default: 2.
+	// gives up the virtual IP. Default: 3.
 	// +optional
 	FailureThreshold *int32 `json:"failureThreshold,omitempty"`
 }

@@ -19,7 +19,7 @@ func (a Agent) Name() string { return "ours" }
 
 // Describe implements System.
 func (a Agent) Describe() string {
-	return "kube-vip-agent, defaults: lease 1.5s/renew 1.3s/retry 0.9s, VIP lifetime 1s, /readyz probe 250ms x2"
+	return "kube-vip-agent, defaults: lease 1.5s/renew 1.3s/retry 0.9s, VIP lifetime 1s, /readyz probe 250ms x3"
 }
 
 // Binary implements System.
