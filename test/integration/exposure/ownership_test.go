@@ -56,19 +56,7 @@ func TestUserFloatingIPSurvivesLostStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := e.cp.Client.Delete(ctx, exp); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitGone(ctx, e, exp); err != nil {
-		t.Fatal(err)
-	}
-	after, err := floatingips.Get(ctx, e.neutron.ServiceClient(), fip.ID).Extract()
-	if err != nil {
-		t.Fatalf("the user's floating IP was deleted: %v", err)
-	}
-	if after.PortID != "" {
-		t.Errorf("the user's floating IP is still associated with %s", after.PortID)
-	}
+	deleteKeepsFloatingIP(t, ctx, e, exp, fip.ID)
 }
 
 // vanishedPort creates an exposure with a floating IP the extension allocates, a bystander

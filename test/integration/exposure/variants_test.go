@@ -50,18 +50,25 @@ func TestAdoptFloatingIP(t *testing.T) {
 		t.Errorf("VIP port has floating IPs %v, want only %s", list, fip.ID)
 	}
 
+	deleteKeepsFloatingIP(t, ctx, e, exp, fip.ID)
+}
+
+// deleteKeepsFloatingIP deletes the exposure, waits until it is gone, and checks that the
+// user's floating IP still exists and is no longer associated.
+func deleteKeepsFloatingIP(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, fipID string) {
+	t.Helper()
 	if err := e.cp.Client.Delete(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitGone(ctx, e, exp); err != nil {
 		t.Fatal(err)
 	}
-	after, err := floatingips.Get(ctx, e.neutron.ServiceClient(), fip.ID).Extract()
+	after, err := floatingips.Get(ctx, e.neutron.ServiceClient(), fipID).Extract()
 	if err != nil {
-		t.Fatalf("adopted floating IP is gone: %v", err)
+		t.Fatalf("the user's floating IP was deleted: %v", err)
 	}
 	if after.PortID != "" {
-		t.Errorf("adopted floating IP still associated with %s", after.PortID)
+		t.Errorf("the user's floating IP is still associated with %s", after.PortID)
 	}
 }
 
