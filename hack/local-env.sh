@@ -22,6 +22,8 @@ export GONOSUMDB=${GONOSUMDB:-github.com/gardener,github.com/kube-vip,github.com
 
 log() { echo "local-env: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=hack/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 localenv_pid() { # prints the PID if the recorded process is alive and is our localenv
   local pid
@@ -64,24 +66,14 @@ EOF
 }
 
 stop_localenv() {
-  local pid kids k
+  local pid
   if ! pid=$(localenv_pid); then
     rm -f "$PIDFILE"
     return 0
   fi
-  # envtest's etcd and kube-apiserver are children of localenv; note them in case it dies hard.
-  kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
-  log "stopping localenv pid $pid (children: ${kids:-none})"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-  if kill -0 "$pid" 2>/dev/null; then log "localenv ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
-  for k in $kids; do
-    for _ in $(seq 1 20); do kill -0 "$k" 2>/dev/null || break; sleep 0.25; done
-    if [ -r "/proc/$k/cmdline" ] && tr '\0' ' ' <"/proc/$k/cmdline" | grep -qE 'kube-apiserver|etcd'; then
-      log "child $k still alive, killing"
-      kill -KILL "$k" 2>/dev/null || true
-    fi
-  done
+  # envtest's etcd and kube-apiserver are children of localenv; stop_tree notes them in case
+  # it dies hard.
+  stop_tree localenv "$pid" 30 'kube-apiserver|etcd'
   rm -f "$PIDFILE" "$KUBECONFIG_FILE"
 }
 

@@ -30,6 +30,8 @@ now() { date +%s%N; }
 since() { local d=$(($(now) - $1)); printf '%d.%01d' $((d / 1000000000)) $((d / 100000000 % 10)); }
 log() { echo "openstack: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=hack/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # ------------------------------------------------------------------ process bookkeeping
 # Each server is recorded as run/NAME.pid; a PID counts as ours only while its command line
@@ -47,23 +49,12 @@ pid_of() { # pid_of NAME -> prints the PID if the recorded process is alive and 
 }
 
 stop_one() { # stop_one NAME: TERM the recorded PID, then KILL it and its recorded children if they linger
-  local name=$1 pid kids k i
+  local name=$1 pid
   if ! pid=$(pid_of "$name"); then
     rm -f "$RUN/$name.pid"
     return 0
   fi
-  kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
-  log "stopping $name pid $pid (children: ${kids:-none})"
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-  if kill -0 "$pid" 2>/dev/null; then log "$name pid $pid ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
-  for k in $kids; do
-    for i in $(seq 1 20); do kill -0 "$k" 2>/dev/null || break; sleep 0.25; done
-    if [ -r "/proc/$k/cmdline" ] && tr '\0' ' ' <"/proc/$k/cmdline" | grep -qE 'neutron-server|uwsgi'; then
-      log "$name child $k still alive, killing"
-      kill -KILL "$k" 2>/dev/null || true
-    fi
-  done
+  stop_tree "$name" "$pid" 20 'neutron-server|uwsgi'
   rm -f "$RUN/$name.pid"
 }
 
@@ -90,6 +81,7 @@ token() { # token USER PASSWORD PROJECT -> project-scoped token
 install_packages() {
   local t
   t=$(now)
+  # shellcheck disable=SC2086 # the package list is split on purpose
   "$ROOT/hack/install-deps.sh" $PKGS
   log "packages checked in $(since "$t")s"
 }
