@@ -271,3 +271,39 @@ func TestFollowerRemovesAVIPItMustNotHold(t *testing.T) {
 		t.Fatal("a follower kept a VIP")
 	}
 }
+
+// slowAddress takes time to write, as netlink does on a loaded host.
+type slowAddress struct {
+	*fakeAddress
+	delay time.Duration
+}
+
+func (s *slowAddress) Ensure() (bool, error) {
+	s.clock.Step(s.delay)
+	return s.fakeAddress.Ensure()
+}
+
+func TestASlowWriteAtTheWindowEdgeKeepsTheVIP(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.addr = &slowAddress{fakeAddress: addr, delay: 30 * time.Millisecond}
+	validUntil := clk.Now().Add(1300 * time.Millisecond)
+	k.Leading(validUntil, true)
+	// A tick just inside the refresh window; the write lands 30ms later, past the edge.
+	clk.SetTime(validUntil.Add(-time.Second - lifetimeSlack - 10*time.Millisecond))
+	k.reconcile(context.Background())
+	if !addr.present {
+		t.Fatal("a refresh that landed a few milliseconds past the window dropped the VIP")
+	}
+	if addr.expiresAt.After(validUntil.Add(lifetimeSlack)) {
+		t.Fatalf("the VIP lives until %v, beyond the term end plus slack %v", addr.expiresAt, validUntil.Add(lifetimeSlack))
+	}
+}
+
+func TestAWriteAfterAFreezeDropsTheVIP(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.addr = &slowAddress{fakeAddress: addr, delay: 2 * time.Second} // frozen between check and write
+	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	if addr.present {
+		t.Fatal("a write that landed after a freeze left the VIP beyond the term")
+	}
+}

@@ -22,8 +22,9 @@ const (
 	// last one expires RenewDeadline − LifetimeSlack after its start.
 	MinRenewBudget = 100 * time.Millisecond
 	// MinTakeoverMargin is the least time between the end of a leader's term and the
-	// earliest takeover by a follower.
-	MinTakeoverMargin = 100 * time.Millisecond
+	// earliest takeover by a follower. It covers a refresh whose write lands up to
+	// LifetimeSlack after the check, and the kernel's lateness in removing the address.
+	MinTakeoverMargin = 2 * LifetimeSlack
 )
 
 // Timings are the election and VIP timings of the agent.
