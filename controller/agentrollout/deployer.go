@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -139,12 +140,6 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	return status, nil
 }
 
-// Agent defaults (cmd/kube-vip-agent) for pods that do not set the flags.
-const (
-	defaultLeaseDuration = 1500 * time.Millisecond
-	defaultVIPLifetime   = time.Second
-)
-
 // podCannotHoldVIP tells whether a terminating agent pod can no longer hold the VIP, even
 // if its node is unreachable and the pod object is never removed. A pod's
 // deletionTimestamp is already the end of its grace period; this waits another grace
@@ -161,7 +156,8 @@ func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	}
-	lease, lifetime := defaultLeaseDuration, defaultVIPLifetime
+	// The agent's own defaults, for pods that do not set the flags.
+	lease, lifetime := timing.Defaults().LeaseDuration, timing.Defaults().VIPLifetime
 	for _, c := range pod.Spec.Containers {
 		if c.Name != Name {
 			continue

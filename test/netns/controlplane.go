@@ -135,7 +135,9 @@ func kubeBinDir(ctx context.Context, dir string) (string, error) {
 	return strings.TrimSpace(lines[len(lines)-1]), nil
 }
 
-// moduleRoot walks up from the working directory to the directory with go.mod.
+// moduleRoot walks up from the working directory to the directory with go.mod. It repeats
+// framework.RepoRoot on purpose: the harness is also linked into the benchmark, which
+// should not pull in envtest and Gardener through the framework package.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {

@@ -5,9 +5,7 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -27,7 +26,7 @@ const (
 
 // BuildAgent builds cmd/kube-vip-agent into dir and returns the binary's path.
 func BuildAgent(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -38,23 +37,6 @@ func BuildAgent(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/kube-vip-agent: %w: %s", err, out)
 	}
 	return bin, nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Cluster runs one agent per node of a harness with a control plane.
