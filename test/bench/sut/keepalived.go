@@ -25,6 +25,11 @@ type Keepalived struct {
 	// CheckInterval, CheckFall, CheckRise and CheckTimeout are the track script's
 	// interval, fall, rise and timeout; keepalived 2.2.7 takes whole seconds for interval.
 	CheckInterval, CheckFall, CheckRise, CheckTimeout int
+	// GARPMasterDelay is garp_master_delay in seconds: when a new master sends its second
+	// burst of gratuitous ARPs. Zero keeps keepalived's default of 5 s. It matters when two
+	// backups of equal priority both take over: the loser removes the VIP, and a client
+	// that took the loser's ARP last is only corrected by this second burst.
+	GARPMasterDelay int
 	// Timeout overrides the scenario timeout; zero means 15s.
 	Timeout time.Duration
 }
@@ -39,12 +44,13 @@ func KeepalivedGuide(path string) Keepalived {
 	}
 }
 
-// KeepalivedTuned is a faster setting: sub-second VRRPv3 adverts and a track script
-// every second that fails after 2 misses.
+// KeepalivedTuned is a faster setting: sub-second VRRPv3 adverts, a track script every
+// second that fails after 2 misses, and the second gratuitous ARP burst after 1 s.
 func KeepalivedTuned(path string, advert time.Duration) Keepalived {
 	return Keepalived{
 		Path: path, Variant: "tuned", AdvertInterval: advert,
 		CheckInterval: 1, CheckFall: 2, CheckRise: 2, CheckTimeout: 1,
+		GARPMasterDelay: 1,
 	}
 }
 
@@ -53,8 +59,12 @@ func (k Keepalived) Name() string { return "keepalived " + k.Variant }
 
 // Describe implements System.
 func (k Keepalived) Describe() string {
-	return fmt.Sprintf("keepalived VRRPv%d advert_int %ss, check interval %ds fall %d rise %d weight -2",
+	d := fmt.Sprintf("keepalived VRRPv%d advert_int %ss, check interval %ds fall %d rise %d weight -2",
 		k.vrrpVersion(), seconds(k.AdvertInterval), k.CheckInterval, k.CheckFall, k.CheckRise)
+	if k.GARPMasterDelay > 0 {
+		d += fmt.Sprintf(", garp_master_delay %d", k.GARPMasterDelay)
+	}
+	return d
 }
 
 // Binary implements System.
@@ -91,6 +101,8 @@ func (k Keepalived) Validate() error {
 		return fmt.Errorf("track script interval %ds: keepalived wants whole seconds >= 1", k.CheckInterval)
 	case k.CheckFall < 1 || k.CheckRise < 1 || k.CheckTimeout < 1:
 		return fmt.Errorf("track script fall/rise/timeout must be >= 1")
+	case k.GARPMasterDelay < 0:
+		return fmt.Errorf("garp_master_delay %d: must not be negative", k.GARPMasterDelay)
 	}
 	return nil
 }
@@ -122,6 +134,9 @@ func (k Keepalived) Config(c Cluster, i int, script string) (string, error) {
 		b.WriteString("  version 3\n")
 	} else {
 		b.WriteString("  authentication {\n    auth_type PASS\n    auth_pass 42\n  }\n")
+	}
+	if k.GARPMasterDelay > 0 {
+		fmt.Fprintf(&b, "  garp_master_delay %d\n", k.GARPMasterDelay)
 	}
 	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s/32\n  }\n  track_script {\n    check_apiserver\n  }\n}\n", c.VIP)
 	return b.String(), nil

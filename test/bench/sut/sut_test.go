@@ -87,10 +87,13 @@ func TestKeepalivedConfigShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"interval 1\n", "fall 2\n", "advert_int 0.3\n", "version 3\n", "priority 100\n"} {
+	for _, want := range []string{"interval 1\n", "fall 2\n", "advert_int 0.3\n", "version 3\n", "priority 100\n", "garp_master_delay 1\n"} {
 		if !strings.Contains(tuned, want) {
 			t.Errorf("tuned config lacks %q:\n%s", want, tuned)
 		}
+	}
+	if strings.Contains(guide, "garp_master_delay") {
+		t.Errorf("guide config changes garp_master_delay:\n%s", guide)
 	}
 	if strings.Contains(tuned, "authentication") {
 		t.Errorf("VRRPv3 config carries authentication:\n%s", tuned)
