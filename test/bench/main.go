@@ -50,7 +50,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "test/bench/out", "directory for results.json, timeline.png and the work files")
 	flag.IntVar(&o.runs, "runs", 10, "runs per scenario for ours and kube-vip defaults")
 	flag.IntVar(&o.reducedRuns, "reduced-runs", 4, "runs per scenario for kube-vip 3/2/1 and both keepalived settings (time budget)")
-	flag.IntVar(&o.slowRuns, "slow-runs", 2, "runs for keepalived guide's apiserver-dead scenario (about 50s each)")
+	flag.IntVar(&o.slowRuns, "slow-runs", 1, "runs for keepalived guide's apiserver-dead scenario (about 50s each; its 30s come from the check interval and fall count alone)")
 	flag.IntVar(&o.noFailoverLimit, "no-failover-limit", 2, "stop a scenario after this many runs in a row without failover")
 	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all): ours, kube-vip defaults, kube-vip 3/2/1, keepalived guide, keepalived tuned")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios (default all): graceful, crash, link-down, apiserver-dead, freeze")
@@ -381,7 +381,7 @@ func notes(o options) []string {
 			"(%d for keepalived guide's ~50s apiserver-dead runs), to fit the 20-minute budget on 2 cores; a scenario stops after %d runs in a row without failover",
 			o.runs, o.reducedRuns, o.slowRuns, o.noFailoverLimit),
 		"kube-vip 3/2/1: the closest whole-second timings to ours (1.5/1.3/0.9s) that client-go accepts (renew > 1.2 x retry)",
-		fmt.Sprintf("keepalived tuned: VRRPv3 advert_int %s, track script every 1s, fall 2, rise 2 (keepalived 2.2.7 takes whole seconds for the script interval)", o.keepalivedAdv),
+		fmt.Sprintf("keepalived tuned: %s (keepalived 2.2.7 takes whole seconds for the script interval)", sut.KeepalivedTuned("", o.keepalivedAdv).Describe()),
 		"crash and freeze: the daemon stays down/frozen until the client reached the VIP on another node plus 0.5s; " +
 			"2-holder time runs until the VIP is on one node again after the restart/SIGCONT",
 		"exited daemons are restarted at once after each run (as the kubelet restarts a container); kube-vip exits (panics) whenever it loses the lease",

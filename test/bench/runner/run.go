@@ -17,7 +17,8 @@ type Options struct {
 	// Hold is how long the fault stays after the client reached the VIP on its new node,
 	// to catch a second outage; default 500ms.
 	Hold time.Duration
-	// StableFor is how long the VIP has to stay on one node before a run; default 500ms.
+	// StableFor is how long the VIP has to stay on one node before a run (on top of the
+	// system's settle time after the last start); default 300ms.
 	StableFor time.Duration
 	// Log receives progress.
 	Log logr.Logger
@@ -28,7 +29,7 @@ func (o Options) withDefaults() Options {
 		o.Hold = 500 * time.Millisecond
 	}
 	if o.StableFor == 0 {
-		o.StableFor = 500 * time.Millisecond
+		o.StableFor = 300 * time.Millisecond
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
@@ -169,7 +170,7 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		return pr, sr, claims, cerr
 	}
 
-	time.Sleep(200 * time.Millisecond) // a baseline before the fault
+	time.Sleep(100 * time.Millisecond) // a baseline of 10 probes before the fault
 	faultAt := time.Now()
 	if err := sc.Fault(ctx, d, leader); err != nil {
 		_, _, _, _ = stopObservers()
