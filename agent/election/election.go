@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -109,9 +110,9 @@ type Elector struct {
 	leading      bool
 	renewStarted time.Time // start of the last successful acquisition or renewal
 	lastHolder   string
-	// releaseSeen: this candidate saw the holder of the same Lease object write an empty
-	// holder. Only such a release may be taken at once; an unheld Lease that was created
-	// (after a deletion, or at bootstrap) may hide a leader whose term still runs.
+	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
+	// release may be taken at once; an unheld Lease that was created (after a deletion, or
+	// at bootstrap) may hide a leader whose term still runs.
 	releaseSeen bool
 
 	poke chan struct{}
@@ -309,8 +310,7 @@ func (e *Elector) observe(lease *coordinationv1.Lease) {
 	}
 	if e.observed == nil || !sameRecord(&e.observed.Spec, &lease.Spec) {
 		e.observedAt = e.clock.Now()
-		e.releaseSeen = e.observed != nil && e.observed.UID == lease.UID &&
-			holderOf(e.observed) != "" && holderOf(lease) == ""
+		e.releaseSeen = isRelease(lease)
 	}
 	e.observed = lease
 	e.noteHolder(holderOf(lease))
@@ -481,29 +481,57 @@ func (e *Elector) stopLeading(reason string, release bool) {
 }
 
 // release hands the Lease back, bounded in time: an unreachable API server must not hold
-// up a shutdown, and the Lease then simply expires.
+// up a shutdown, and the Lease then simply expires. A conflict means the Lease changed
+// since it was last seen, typically because a renewal that was cut short by the shutdown
+// still reached the API server; the Lease is read again and released if it still names
+// this candidate.
 func (e *Elector) release() {
 	if e.observed == nil || holderOf(e.observed) != e.cfg.Identity {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	lease := e.observed.DeepCopy()
-	now := metav1.NewMicroTime(e.clock.Now())
-	empty := ""
-	one := int32(1)
-	lease.Spec.HolderIdentity = &empty
-	lease.Spec.LeaseDurationSeconds = &one
-	lease.Spec.RenewTime = &now
-	lease.Spec.AcquireTime = &now
-	updated, err := e.cfg.Leases.Update(ctx, lease, metav1.UpdateOptions{})
-	if err != nil {
+	current := e.observed
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease := current.DeepCopy()
+		now := metav1.NewMicroTime(e.clock.Now())
+		empty := ""
+		one := int32(1)
+		lease.Spec.HolderIdentity = &empty
+		lease.Spec.LeaseDurationSeconds = &one
+		lease.Spec.RenewTime = &now
+		lease.Spec.AcquireTime = &now
+		updated, err := e.cfg.Leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if err == nil {
+			e.observe(updated)
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, gerr := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		e.observe(fresh)
+		if holderOf(fresh) != e.cfg.Identity {
+			return errNotHolder
+		}
+		current = fresh
+		return err
+	})
+	switch {
+	case err == nil:
+		e.log.Info("Released the Lease")
+	case errors.Is(err, errNotHolder):
+		e.log.Info("Not releasing the Lease: it names another holder now", "holder", holderOf(e.observed))
+	default:
 		e.log.Info("Releasing the Lease failed; it will expire", "error", err.Error())
-		return
 	}
-	e.observe(updated)
-	e.log.Info("Released the Lease")
 }
+
+// errNotHolder ends a release when the Lease no longer names this candidate.
+var errNotHolder = errors.New("the Lease names another holder")
 
 func (e *Elector) shutdown() {
 	if e.leading {
@@ -515,6 +543,15 @@ func (e *Elector) shutdown() {
 func (e *Elector) leaseSeconds() *int32 {
 	s := int32(math.Ceil(e.cfg.LeaseDuration.Seconds()))
 	return &s
+}
+
+// isRelease reports whether the Lease is a release record: no holder, but an acquire time.
+// Only release writes that (a holder, after its VIP is gone); a Lease that create makes
+// unheld has no acquire time. The record itself tells, so a candidate whose view jumped
+// from the unheld Lease it created straight to the release (a conflict's re-read that
+// skipped the short term in between) does not wait for an expiry.
+func isRelease(lease *coordinationv1.Lease) bool {
+	return holderOf(lease) == "" && lease.Spec.AcquireTime != nil
 }
 
 func holderOf(lease *coordinationv1.Lease) string {

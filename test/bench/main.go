@@ -44,6 +44,7 @@ type options struct {
 	verbose         bool
 	noFailoverLimit int
 	from            string
+	logs            string
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
+	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
 	flag.Parse()
@@ -113,7 +115,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	log.Info("starting the netns harness with a 3-node control plane")
-	h, err := netns.New(ctx, netns.Options{Prefix: "kvb-", ControlPlane: true, Log: log.WithName("netns").V(1)})
+	h, err := netns.New(ctx, netns.Options{Prefix: "kvb-", ControlPlane: true, Dir: o.logs, Log: log.WithName("netns").V(1)})
 	if h != nil {
 		defer func() {
 			if cerr := h.Close(); cerr != nil {

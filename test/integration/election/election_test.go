@@ -34,6 +34,8 @@ type cuttable struct {
 	election.LeaseClient
 	cut   atomic.Bool
 	calls atomic.Int64
+	// beforeRelease, when set, runs once before an update that releases the Lease.
+	beforeRelease atomic.Pointer[func()]
 }
 
 var errCut = errors.New("connection refused (cut by the test)")
@@ -58,6 +60,11 @@ func (c *cuttable) Update(ctx context.Context, l *coordinationv1.Lease, o metav1
 	c.calls.Add(1)
 	if c.cut.Load() {
 		return nil, errCut
+	}
+	if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "" {
+		if f := c.beforeRelease.Swap(nil); f != nil {
+			(*f)()
+		}
 	}
 	return c.LeaseClient.Update(ctx, l, o)
 }
@@ -220,6 +227,43 @@ func TestElection(t *testing.T) {
 		// for a loaded CI machine, and still half of what waiting for expiry would take).
 		if took > leaseDuration/2 {
 			t.Errorf("handover took %s; a released Lease must be taken without waiting for expiry (%s)", took, leaseDuration)
+		}
+		rec.assertNoOverlap(t)
+	})
+
+	t.Run("a release that meets a newer Lease version still hands over at once", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		cs := startCandidates(t, cfg, "stale-release", rec, 3)
+		leader, _ := waitForOneLeader(t, rec, 10*time.Second, "")
+		// As when SIGTERM cuts a renewal short that still reaches the API server: the
+		// Lease changes after the leader last saw it, so its release meets a conflict.
+		raw, err := election.NewLeaseClient(cfg, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bump := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			l, err := raw.Get(ctx, "stale-release", metav1.GetOptions{})
+			if err == nil {
+				now := metav1.NewMicroTime(time.Now())
+				l.Spec.RenewTime = &now
+				_, err = raw.Update(ctx, l, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				t.Errorf("changing the Lease under the leader: %v", err)
+			}
+		}
+		find(cs, leader).client.beforeRelease.Store(&bump)
+		find(cs, leader).cancel()
+		<-find(cs, leader).done
+		if find(cs, leader).client.beforeRelease.Load() != nil {
+			t.Fatal("the leader never tried to release the Lease")
+		}
+		next, took := waitForOneLeader(t, rec, 3*time.Second, leader)
+		t.Logf("handover %s -> %s in %s after a conflicting release", leader, next, took)
+		if took > leaseDuration/2 {
+			t.Errorf("handover took %s: the conflicting release was not retried and the Lease expired (%s)", took, leaseDuration)
 		}
 		rec.assertNoOverlap(t)
 	})
