@@ -20,13 +20,15 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
-const (
-	leaseDuration = 1500 * time.Millisecond
-	renewDeadline = 1300 * time.Millisecond
-	retryPeriod   = 900 * time.Millisecond
+// The agent's default timings: the election is tested as it ships.
+var (
+	leaseDuration = timing.Defaults().LeaseDuration
+	renewDeadline = timing.Defaults().RenewDeadline
+	retryPeriod   = timing.Defaults().RetryPeriod
 )
 
 // cuttable wraps a LeaseClient; once cut, every call fails as if the API server were gone.
