@@ -68,7 +68,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	m := newMetrics(registry, clk)
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Clock: clk, Log: log, Metrics: m,
-		Lifetime: cfg.VIPLifetime, ARPInterval: cfg.ARPInterval,
+		ARPInterval: cfg.ARPInterval,
 	})
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")
@@ -97,7 +97,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
-		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Timings:  cfg.timings(),
 		Eligible: monitor.Healthy, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
 			OnLeading:        k.Leading,

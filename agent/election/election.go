@@ -38,6 +38,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // Config configures an Elector.
@@ -48,14 +50,11 @@ type Config struct {
 	Name string
 	// Identity is this candidate's identity, the node name.
 	Identity string
-	// LeaseDuration is how long a follower waits after the last change of the Lease it saw
-	// before it takes over.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long after the start of its last successful renewal the leader
-	// stays leader. It must be shorter than LeaseDuration.
-	RenewDeadline time.Duration
-	// RetryPeriod is the interval between the leader's renewals.
-	RetryPeriod time.Duration
+	// Timings are the election and VIP timings. A follower waits LeaseDuration, or the
+	// leader's own lease duration if that is longer, after the last change of the Lease
+	// it saw before it takes over; the leader's term ends RenewDeadline after the start of
+	// its last successful renewal; RetryPeriod is the interval of its renewals.
+	Timings timing.Timings
 	// Eligible reports whether this candidate may lead now (for example, whether its local
 	// kube-apiserver is healthy). Nil means always.
 	Eligible func() bool
@@ -70,10 +69,11 @@ type Config struct {
 // Callbacks receive leadership changes. They run in the election's goroutine and must
 // return quickly.
 type Callbacks struct {
-	// OnLeading is called after every successful acquisition or renewal with the instant
-	// until which this candidate is leader unless renewed again. newTerm is true on the
+	// OnLeading is called after every successful acquisition or renewal with the term it
+	// gives (timing.Timings.TermFrom): until when this candidate is leader unless renewed
+	// again, and until when it may refresh the VIP. newTerm is true on the
 	// acquisition that starts a term.
-	OnLeading func(validUntil time.Time, newTerm bool)
+	OnLeading func(term timing.Term, newTerm bool)
 	// OnStoppedLeading is called when a term ends, before the Lease is released. It
 	// reports whether the leader's resources are gone; only then is the Lease released,
 	// otherwise it is left to expire.
@@ -91,9 +91,8 @@ func (c *Config) Validate() error {
 	if c.Name == "" || c.Identity == "" {
 		errs = append(errs, errors.New("the Lease name and the identity are required"))
 	}
-	if c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline {
-		errs = append(errs, fmt.Errorf("need 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)",
-			c.RetryPeriod, c.RenewDeadline, c.LeaseDuration))
+	for _, p := range c.Timings.Problems() {
+		errs = append(errs, fmt.Errorf("%s (%s) %s", p.Field, p.Value, p.Message))
 	}
 	return errors.Join(errs...)
 }
@@ -202,7 +201,7 @@ func (e *Elector) sync(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-e.clock.After(e.cfg.RetryPeriod):
+		case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 		}
 	}
 }
@@ -269,7 +268,7 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.clock.After(e.cfg.RetryPeriod):
+		case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 		}
 		for ctx.Err() == nil {
 			lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
@@ -289,7 +288,7 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 			}
 			select {
 			case <-ctx.Done():
-			case <-e.clock.After(e.cfg.RetryPeriod):
+			case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 			}
 		}
 	}
@@ -335,9 +334,9 @@ func (e *Elector) step(ctx context.Context) {
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
 		case !e.cfg.Eligible():
 			e.stopLeading("not eligible any more", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.RenewDeadline)):
+		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.RetryPeriod)):
+		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
 		}
 		return
@@ -349,7 +348,7 @@ func (e *Elector) step(ctx context.Context) {
 
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	expired := !now.Before(e.observedAt.Add(e.cfg.LeaseDuration))
+	expired := !now.Before(e.observedAt.Add(e.cfg.Timings.LeaseDuration))
 	if e.observed == nil { // deleted: wait as for an expired holder
 		return expired
 	}
@@ -369,17 +368,17 @@ func (e *Elector) nextWakeup() time.Duration {
 	var at time.Time
 	switch {
 	case e.leading:
-		at = e.renewStarted.Add(e.cfg.RetryPeriod)
-		if deadline := e.renewStarted.Add(e.cfg.RenewDeadline); now.After(at) {
+		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
+		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
 			// A renewal failed; retry soon, but wake up at the deadline at the latest.
-			at = minTime(now.Add(e.cfg.RetryPeriod/4), deadline)
+			at = minTime(now.Add(e.cfg.Timings.RetryPeriod/4), deadline)
 		}
 	case !e.cfg.Eligible():
-		return e.cfg.RetryPeriod // re-check eligibility; Poke wakes us earlier
+		return e.cfg.Timings.RetryPeriod // re-check eligibility; Poke wakes us earlier
 	case e.canAcquire(now):
-		at = now.Add(e.cfg.RetryPeriod / 4) // the last attempt failed
+		at = now.Add(e.cfg.Timings.RetryPeriod / 4) // the last attempt failed
 	default:
-		at = e.observedAt.Add(e.cfg.LeaseDuration)
+		at = e.observedAt.Add(e.cfg.Timings.LeaseDuration)
 	}
 	if d := at.Sub(now); d > 0 {
 		return d
@@ -407,9 +406,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		e.observe(lease)
 	}
 
-	deadline := start.Add(e.cfg.RetryPeriod)
+	deadline := start.Add(e.cfg.Timings.RetryPeriod)
 	if e.leading {
-		deadline = e.renewStarted.Add(e.cfg.RenewDeadline)
+		deadline = e.renewStarted.Add(e.cfg.Timings.RenewDeadline)
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -455,7 +454,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		e.log.Info("Became leader", "reason", acquireReason(renewing))
 	}
 	if e.cfg.Callbacks.OnLeading != nil {
-		e.cfg.Callbacks.OnLeading(start.Add(e.cfg.RenewDeadline), newTerm)
+		e.cfg.Callbacks.OnLeading(e.cfg.Timings.TermFrom(start), newTerm)
 	}
 }
 
@@ -541,7 +540,7 @@ func (e *Elector) shutdown() {
 
 // leaseSeconds is LeaseDuration rounded up to whole seconds, as the Lease stores it.
 func (e *Elector) leaseSeconds() *int32 {
-	s := int32(math.Ceil(e.cfg.LeaseDuration.Seconds()))
+	s := int32(math.Ceil(e.cfg.Timings.LeaseDuration.Seconds()))
 	return &s
 }
 
