@@ -95,6 +95,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	leases = &reportingLeases{LeaseClient: leases, signals: monitor}
 	elector, err = election.New(election.Config{
 		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
