@@ -52,7 +52,15 @@ type keeper struct {
 	burstFrom time.Time   // start of the current announcement burst
 	nextBurst int         // index into burstOffsets of the next burst packet
 	nextARP   time.Time   // next periodic announcement
+	// nextSweep is when a node that does not lead next checks its NIC for a VIP it must
+	// not hold (one put there by hand); a removal that failed is retried on every tick.
+	nextSweep time.Time
 }
+
+// followerSweep is the interval at which a node that does not lead removes a VIP it finds
+// on its NIC: a netlink delete every tick on every follower would take the kernel's rtnl
+// lock ten times a second per node for nothing.
+const followerSweep = time.Second
 
 type keeperOptions struct {
 	Address     address
@@ -148,10 +156,18 @@ func (k *keeper) reconcile(ctx context.Context) {
 	now := k.clock.Now()
 	if k.term.End.IsZero() || k.suspended {
 		// Not leading, or not healthy: this node must not hold the VIP. This also retries
-		// a removal that failed and clears a VIP that somebody else put here.
-		if removed, err := k.addr.Remove(); err != nil {
+		// a removal that failed (every tick) and clears a VIP that somebody else put here
+		// (every followerSweep).
+		if now.Before(k.nextSweep) {
+			return
+		}
+		removed, err := k.addr.Remove()
+		if err != nil {
 			k.log.Error(err, "Removing the VIP failed")
-		} else if removed {
+			return
+		}
+		k.nextSweep = now.Add(followerSweep)
+		if removed {
 			k.present = false
 			k.metrics.vipPresent.Set(0)
 			k.log.Info("Removed the VIP from a node that does not lead")

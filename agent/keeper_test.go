@@ -24,6 +24,7 @@ type fakeAddress struct {
 	clock      *clocktesting.FakeClock
 	lifetime   time.Duration
 	ensures    int
+	removes    int
 	failNext   error
 	failRemove error
 }
@@ -43,6 +44,7 @@ func (f *fakeAddress) Ensure() (bool, error) {
 }
 
 func (f *fakeAddress) Remove() (bool, error) {
+	f.removes++
 	if f.failRemove != nil {
 		return false, f.failRemove
 	}
@@ -329,5 +331,20 @@ func TestAWriteAfterAFreezeDropsTheVIP(t *testing.T) {
 	k.Leading(termAt(clk.Now()), true)
 	if addr.present {
 		t.Fatal("a write that landed after a freeze left the VIP beyond the term")
+	}
+}
+
+// L8: a follower does not send a netlink delete on every tick; it still clears a VIP put
+// on its NIC by hand within a second.
+func TestFollowerSweepsOncePerSecond(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	advance(k, clk, 3*time.Second)
+	if addr.removes > 4 {
+		t.Fatalf("%d netlink deletes in 3s on a follower, want about one a second", addr.removes)
+	}
+	addr.present, addr.expiresAt = true, clk.Now().Add(time.Hour) // put there by hand
+	advance(k, clk, followerSweep)
+	if addr.present {
+		t.Fatal("a follower kept a VIP put there by hand for more than a second")
 	}
 }

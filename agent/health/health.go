@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -130,6 +131,13 @@ func (m *Monitor) Run(ctx context.Context) {
 func (m *Monitor) probeOnce(ctx context.Context) {
 	start := m.cfg.Clock.Now()
 	err := m.probe(ctx)
+	if brokenConnection(err) && ctx.Err() == nil {
+		// The probe may have gone over a pooled connection that a dying API server just
+		// closed; ask once more on a fresh one, which tells a dead server (refused) from
+		// a live one at once.
+		m.cfg.Client.CloseIdleConnections()
+		err = m.probe(ctx)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -150,6 +158,13 @@ func (m *Monitor) probeOnce(ctx context.Context) {
 		}
 		return fmt.Sprintf("the local kube-apiserver failed %d probe(s): %s", m.failures, m.lastError)
 	})
+}
+
+// brokenConnection reports a probe that failed in transport, neither refused nor timed out:
+// typically a pooled connection that the server closed.
+func brokenConnection(err error) bool {
+	var uerr *url.Error
+	return errors.As(err, &uerr) && !uerr.Timeout() && !errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // update applies change under the lock and reports a change of Healthy.
