@@ -64,8 +64,8 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	defer func() { _ = announcer.Close() }()
 
 	clk := clock.RealClock{}
-	registry := prometheus.NewRegistry()
-	m := newMetrics(registry, clk)
+	registry, registerer := newRegistry(cfg.NodeName)
+	m := newMetrics(registerer, clk)
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Clock: clk, Log: log, Metrics: m,
 		ARPInterval: cfg.ARPInterval,
