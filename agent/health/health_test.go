@@ -130,12 +130,14 @@ func TestUnreachableAPIServerIsUnhealthy(t *testing.T) {
 	}
 }
 
-// A refused connection to the API server's port is definitive: nothing listens there, so
-// one probe closes the gate, whatever the threshold.
-func TestRefusedConnectionIsDefinitive(t *testing.T) {
+// newProbed returns a ready API server stand-in and a Monitor on it (threshold 3, probes
+// only when the test calls probeOnce).
+func newProbed(t *testing.T) (*readyz, *httptest.Server, *Monitor) {
+	t.Helper()
 	api := &readyz{}
 	api.code.Store(http.StatusOK)
 	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
 	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour, Timeout: 200 * time.Millisecond,
 		FailureThreshold: 3, Log: logr.Discard()})
 	if err != nil {
@@ -145,6 +147,13 @@ func TestRefusedConnectionIsDefinitive(t *testing.T) {
 	if !m.Healthy() {
 		t.Fatal("not healthy after a good probe")
 	}
+	return api, srv, m
+}
+
+// A refused connection to the API server's port is definitive: nothing listens there, so
+// one probe closes the gate, whatever the threshold.
+func TestRefusedConnectionIsDefinitive(t *testing.T) {
+	_, srv, m := newProbed(t)
 	srv.Close()
 	m.probeOnce(context.Background())
 	if m.Healthy() {
@@ -155,16 +164,7 @@ func TestRefusedConnectionIsDefinitive(t *testing.T) {
 // A failure that may be transient (an API server alive but not ready) still needs the
 // threshold.
 func TestNotReadyNeedsTheThreshold(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
-	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour, Timeout: 200 * time.Millisecond,
-		FailureThreshold: 3, Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.probeOnce(context.Background())
+	api, _, m := newProbed(t)
 	api.code.Store(http.StatusServiceUnavailable)
 	for i := 0; i < 2; i++ {
 		m.probeOnce(context.Background())
