@@ -64,11 +64,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	defer func() { _ = announcer.Close() }()
 
 	clk := clock.RealClock{}
-	registry := prometheus.NewRegistry()
-	m := newMetrics(registry, clk)
+	registry, registerer := newRegistry(cfg.NodeName)
+	m := newMetrics(registerer, clk)
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Clock: clk, Log: log, Metrics: m,
-		Lifetime: cfg.VIPLifetime, ARPInterval: cfg.ARPInterval,
+		ARPInterval: cfg.ARPInterval,
 	})
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")
@@ -95,9 +95,10 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	leases = &reportingLeases{LeaseClient: leases, signals: monitor}
 	elector, err = election.New(election.Config{
 		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
-		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Timings:  cfg.timings(),
 		Eligible: monitor.Healthy, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
 			OnLeading:        k.Leading,

@@ -62,7 +62,7 @@ func DefaultConfig() Config {
 		APIServerServerName:    "kubernetes.default.svc",
 		TokenFile:              "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		CAFile:                 "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
-		HealthPeriod:           250 * time.Millisecond,
+		HealthPeriod:           time.Second,
 		HealthTimeout:          500 * time.Millisecond,
 		HealthFailureThreshold: 3,
 		MetricsAddress:         "127.0.0.1:9482",

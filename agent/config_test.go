@@ -30,7 +30,7 @@ func TestValidateExplainsEveryProblem(t *testing.T) {
 		"loopback vip":                   {func(c *Config) { c.VIP = "127.0.0.1" }, "must be a unicast address"},
 		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.5s) must exceed the renew deadline (2s)"},
 		"fractional lifetime":            {func(c *Config) { c.VIPLifetime = 1500 * time.Millisecond }, "whole number of seconds"},
-		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second; c.LeaseDuration = 3 * time.Second }, "--renew-deadline (1.3s) must exceed the VIP lifetime (2s)"},
+		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second }, "--vip-lifetime (2s) must be at most the lease duration (1.5s)"},
 		"http url":                       {func(c *Config) { c.APIServerURL = "http://127.0.0.1:6443" }, "must be an https URL"},
 		"zero threshold":                 {func(c *Config) { c.HealthFailureThreshold = 0 }, "--health-failure-threshold at least 1"},
 		"tiny arp interval":              {func(c *Config) { c.ARPInterval = time.Millisecond }, "--arp-interval"},

@@ -28,13 +28,11 @@ type announcer interface {
 	Close() error
 }
 
-// lifetimeSlack: see timing.LifetimeSlack.
-const lifetimeSlack = timing.LifetimeSlack
-
 // keeper holds the VIP on the NIC while, and only while, the election says this node
-// leads. Every refresh gives the address a kernel lifetime that ends before the leader's
-// term can have ended, so if this process dies or freezes, the kernel removes the VIP
-// before any other node can have taken the Lease.
+// leads. It removes the VIP itself when the term ends, and it refreshes the address's
+// kernel lifetime only until the term's RefreshBy, so that if this process dies or
+// freezes, the kernel removes the VIP before any other node can have taken the Lease
+// (timing.Timings.LatestHold).
 type keeper struct {
 	addr      address
 	announcer announcer
@@ -42,20 +40,27 @@ type keeper struct {
 	log       logr.Logger
 	metrics   *metrics
 
-	lifetime     time.Duration // kernel valid_lft of the address
 	tick         time.Duration // refresh and presence-check interval
 	arpInterval  time.Duration // gratuitous ARP refresh after the burst
 	burstOffsets []time.Duration
 
-	mu         sync.Mutex
-	leading    bool      // the election's view
-	suspended  bool      // the health gate is closed: no VIP even while leading
-	present    bool      // the VIP was put on the NIC in this term and not removed since
-	validUntil time.Time // end of the current term unless renewed; zero when following
-	burstFrom  time.Time // start of the current announcement burst
-	nextBurst  int       // index into burstOffsets of the next burst packet
-	nextARP    time.Time // next periodic announcement
+	mu        sync.Mutex
+	leading   bool        // the election's view
+	suspended bool        // the health gate is closed: no VIP even while leading
+	present   bool        // the VIP was put on the NIC in this term and not removed since
+	term      timing.Term // the current term; zero when following
+	burstFrom time.Time   // start of the current announcement burst
+	nextBurst int         // index into burstOffsets of the next burst packet
+	nextARP   time.Time   // next periodic announcement
+	// nextSweep is when a node that does not lead next checks its NIC for a VIP it must
+	// not hold (one put there by hand); a removal that failed is retried on every tick.
+	nextSweep time.Time
 }
+
+// followerSweep is the interval at which a node that does not lead removes a VIP it finds
+// on its NIC: a netlink delete every tick on every follower would take the kernel's rtnl
+// lock ten times a second per node for nothing.
+const followerSweep = time.Second
 
 type keeperOptions struct {
 	Address     address
@@ -63,7 +68,6 @@ type keeperOptions struct {
 	Clock       clock.WithTicker
 	Log         logr.Logger
 	Metrics     *metrics
-	Lifetime    time.Duration
 	Tick        time.Duration
 	ARPInterval time.Duration
 }
@@ -73,21 +77,21 @@ func newKeeper(o keeperOptions) *keeper {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Tick == 0 {
-		o.Tick = 100 * time.Millisecond
+		o.Tick = timing.KeeperTick
 	}
 	return &keeper{
 		addr: o.Address, announcer: o.Announcer, clock: o.Clock, log: o.Log, metrics: o.Metrics,
-		lifetime: o.Lifetime, tick: o.Tick, arpInterval: o.ARPInterval,
+		tick: o.Tick, arpInterval: o.ARPInterval,
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
 		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
 	}
 }
 
-// Leading is the election's OnLeading callback: the term now lasts until validUntil.
-func (k *keeper) Leading(validUntil time.Time, newTerm bool) {
+// Leading is the election's OnLeading callback: the current term is now term.
+func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	k.mu.Lock()
-	k.validUntil = validUntil
+	k.term = term
 	if newTerm {
 		k.leading = true
 		k.burstFrom, k.nextBurst = k.clock.Now(), 0
@@ -104,7 +108,7 @@ func (k *keeper) Leading(validUntil time.Time, newTerm bool) {
 func (k *keeper) Following(reason string) (released bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.validUntil = time.Time{}
+	k.term = timing.Term{}
 	released = k.dropLocked(reason)
 	if k.leading {
 		k.leading = false
@@ -150,25 +154,34 @@ func (k *keeper) reconcile(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
-	if k.validUntil.IsZero() || k.suspended {
+	if k.term.End.IsZero() || k.suspended {
 		// Not leading, or not healthy: this node must not hold the VIP. This also retries
-		// a removal that failed and clears a VIP that somebody else put here.
-		if removed, err := k.addr.Remove(); err != nil {
+		// a removal that failed (every tick) and clears a VIP that somebody else put here
+		// (every followerSweep).
+		if now.Before(k.nextSweep) {
+			return
+		}
+		removed, err := k.addr.Remove()
+		if err != nil {
 			k.log.Error(err, "Removing the VIP failed")
-		} else if removed {
+			return
+		}
+		k.nextSweep = now.Add(followerSweep)
+		if removed {
 			k.present = false
 			k.metrics.vipPresent.Set(0)
 			k.log.Info("Removed the VIP from a node that does not lead")
 		}
 		return
 	}
-	if !now.Before(k.validUntil) {
+	if !now.Before(k.term.End) {
 		k.dropLocked("the term ended without a renewal")
 		return
 	}
-	if now.Add(k.lifetime + lifetimeSlack).After(k.validUntil) {
-		// A refresh now would outlive the term; the last refresh runs out by itself unless
-		// a renewal extends the term first. Announcements continue meanwhile.
+	if now.After(k.term.RefreshBy) {
+		// A refresh now could outlive the earliest takeover if this process died; the
+		// last refresh runs out by itself unless a renewal starts a new term first.
+		// Announcements continue meanwhile.
 		if k.present {
 			k.announceLocked(ctx, now)
 		}
@@ -179,19 +192,17 @@ func (k *keeper) reconcile(ctx context.Context) {
 		k.log.Error(err, "Adding the VIP failed")
 		return
 	}
-	// Re-check after the write: if this process was stopped between the check and the
-	// write (a freeze, seconds long), the address must not outlive the term. A write that
-	// merely took a few milliseconds is fine: the check above kept lifetimeSlack in hand,
-	// and no follower takes over before the term end plus timing.MinTakeoverMargin
-	// (at least twice that slack).
-	if k.clock.Now().Add(k.lifetime).After(k.validUntil.Add(lifetimeSlack)) {
-		k.dropLocked("the term ended while the VIP was being added")
+	// Re-check after the write: the kernel stamped the lifetime no later than now, and if
+	// that is past RefreshBy (a slow write, or a freeze between the check and the write),
+	// the kernel alone would not remove the address before a takeover; remove it now.
+	if k.clock.Now().After(k.term.RefreshBy) {
+		k.dropLocked("the VIP's lifetime was set too late in the term")
 		return
 	}
 	k.present = true
 	k.metrics.vipPresent.Set(1)
 	if added {
-		k.log.Info("VIP added", "validUntil", k.validUntil.Format(time.RFC3339Nano))
+		k.log.Info("VIP added", "termEnd", k.term.End.Format(time.RFC3339Nano))
 		k.burstFrom, k.nextBurst = now, 0
 	}
 	k.announceLocked(ctx, now)
@@ -229,10 +240,10 @@ func (k *keeper) drop(reason string) {
 }
 
 // dropLocked removes the VIP and reports whether it is gone. A health suspension keeps the
-// term (validUntil); everything else ends it.
+// term; everything else ends it.
 func (k *keeper) dropLocked(reason string) bool {
 	if !k.suspended {
-		k.validUntil = time.Time{}
+		k.term = timing.Term{}
 	}
 	k.present = false
 	removed, err := k.addr.Remove()

@@ -10,15 +10,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
+
+// termAt is the term that a renewal started at start gives with the default timings.
+func termAt(start time.Time) timing.Term { return timing.Defaults().TermFrom(start) }
 
 // fakeAddress is a VIP on an imaginary NIC.
 type fakeAddress struct {
 	present    bool
-	expiresAt  time.Time // kernel lifetime end
+	expiresAt  time.Time // when the kernel removes it: lifetime end plus the kernel's worst lateness
 	clock      *clocktesting.FakeClock
 	lifetime   time.Duration
 	ensures    int
+	removes    int
 	failNext   error
 	failRemove error
 }
@@ -32,12 +38,13 @@ func (f *fakeAddress) Ensure() (bool, error) {
 	f.expire()
 	added := !f.present
 	f.present = true
-	f.expiresAt = f.clock.Now().Add(f.lifetime)
+	f.expiresAt = f.clock.Now().Add(f.lifetime + timing.KernelExpiryLateness)
 	f.ensures++
 	return added, nil
 }
 
 func (f *fakeAddress) Remove() (bool, error) {
+	f.removes++
 	if f.failRemove != nil {
 		return false, f.failRemove
 	}
@@ -47,7 +54,8 @@ func (f *fakeAddress) Remove() (bool, error) {
 	return was, nil
 }
 
-// expire plays the kernel: the address vanishes when its lifetime is over.
+// expire plays the kernel at its slowest: the address vanishes KernelExpiryLateness after its
+// lifetime is over.
 func (f *fakeAddress) expire() {
 	if f.present && !f.clock.Now().Before(f.expiresAt) {
 		f.present = false
@@ -74,8 +82,8 @@ func newTestKeeper(t *testing.T) (*keeper, *fakeAddress, *fakeAnnouncer, *clockt
 	ann := &fakeAnnouncer{clock: clk}
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: ann, Clock: clk, Log: logr.Discard(),
-		Metrics: newMetrics(prometheus.NewRegistry(), clk), Lifetime: time.Second,
-		Tick: 100 * time.Millisecond, ARPInterval: 5 * time.Second,
+		Metrics: newMetrics(prometheus.NewRegistry(), clk),
+		Tick:    100 * time.Millisecond, ARPInterval: 5 * time.Second,
 	})
 	return k, addr, ann, clk
 }
@@ -90,7 +98,7 @@ func advance(k *keeper, clk *clocktesting.FakeClock, d time.Duration) {
 
 func TestTakeoverAddsAndAnnouncesAtOnce(t *testing.T) {
 	k, addr, ann, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	if !addr.present {
 		t.Fatal("the VIP is not on the NIC right after the takeover")
 	}
@@ -110,7 +118,7 @@ func TestBurstThenPeriodicRefresh(t *testing.T) {
 	start := clk.Now()
 	// Keep renewing every 900ms for 12s, as the election would.
 	for i := 0; i < 14; i++ {
-		k.Leading(clk.Now().Add(1300*time.Millisecond), i == 0)
+		k.Leading(termAt(clk.Now()), i == 0)
 		advance(k, clk, 900*time.Millisecond)
 	}
 	var offsets []time.Duration
@@ -130,25 +138,44 @@ func TestBurstThenPeriodicRefresh(t *testing.T) {
 
 func TestVIPNeverOutlivesTheTerm(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	validUntil := clk.Now().Add(1300 * time.Millisecond)
-	k.Leading(validUntil, true)
-	// No renewal comes (the agent is partitioned or its API server died).
-	for clk.Now().Before(validUntil.Add(500 * time.Millisecond)) {
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	// No renewal comes (the agent is partitioned or its API server died). At every moment,
+	// had the process died then, the kernel would remove the VIP by the earliest takeover;
+	// and the living keeper removes it at the end of the term.
+	for clk.Now().Before(term.End.Add(500 * time.Millisecond)) {
 		clk.Step(10 * time.Millisecond)
 		k.reconcile(context.Background())
 		addr.expire()
-		if addr.present && addr.expiresAt.After(validUntil) {
-			t.Fatalf("at %v the VIP's kernel lifetime ends at %v, after the term (%v)", clk.Now(), addr.expiresAt, validUntil)
+		if addr.present && addr.expiresAt.After(term.EarliestTakeover) {
+			t.Fatalf("at %v the kernel would keep the VIP until %v, after the earliest takeover (%v)", clk.Now(), addr.expiresAt, term.EarliestTakeover)
 		}
-		if !clk.Now().Before(validUntil) && addr.present {
-			t.Fatalf("at %v the VIP is still on the NIC after the term ended at %v", clk.Now(), validUntil)
+		if !clk.Now().Before(term.End) && addr.present {
+			t.Fatalf("at %v the VIP is still on the NIC after the term ended at %v", clk.Now(), term.End)
 		}
+	}
+}
+
+func TestNoRefreshAfterRefreshBy(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	// A tick just after RefreshBy (S+0.25 with the defaults, which the old 50 ms rule still
+	// allowed) must not stretch the kernel lifetime past the earliest takeover.
+	clk.SetTime(term.RefreshBy.Add(time.Millisecond))
+	before := addr.ensures
+	k.reconcile(context.Background())
+	if addr.ensures != before {
+		t.Fatalf("refreshed the VIP at %v, after RefreshBy %v", clk.Now().Sub(term.Start), term.RefreshBy.Sub(term.Start))
+	}
+	if !addr.present {
+		t.Fatal("the VIP refreshed within the window vanished before the term ended")
 	}
 }
 
 func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	for i := 0; i < 20; i++ {
 		renewAt := clk.Now().Add(900 * time.Millisecond)
 		for clk.Now().Before(renewAt) {
@@ -161,15 +188,15 @@ func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
 		}
 		// The renewal takes 50ms.
 		clk.Step(50 * time.Millisecond)
-		k.Leading(renewAt.Add(1300*time.Millisecond), false)
+		k.Leading(termAt(renewAt), false)
 	}
 }
 
 func TestRemovedByHandComesBack(t *testing.T) {
 	k, addr, ann, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	advance(k, clk, 2*time.Second)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), false)
+	k.Leading(termAt(clk.Now()), false)
 	before := len(ann.rounds)
 	addr.present = false // somebody ran `ip addr del`
 	clk.Step(100 * time.Millisecond)
@@ -184,7 +211,7 @@ func TestRemovedByHandComesBack(t *testing.T) {
 
 func TestFollowingRemovesTheVIP(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	k.Following("lost the Lease")
 	if addr.present {
 		t.Fatal("the VIP is still on the NIC after the term ended")
@@ -204,7 +231,7 @@ func TestFollowingRemovesTheVIP(t *testing.T) {
 func TestAddFailureIsRetried(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	addr.failNext = errors.New("netlink: operation not permitted")
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	if addr.present {
 		t.Fatal("the fake did not fail")
 	}
@@ -217,16 +244,17 @@ func TestAddFailureIsRetried(t *testing.T) {
 
 func TestLateTakeoverWaitsForTheNextRenewal(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	// The acquisition started 300ms ago: a 1s lifetime set now would outlive the term.
-	k.Leading(clk.Now().Add(1000*time.Millisecond), true)
+	// The acquisition started 300ms ago: a lifetime set now could outlive the earliest
+	// takeover if this process died.
+	k.Leading(termAt(clk.Now().Add(-300*time.Millisecond)), true)
 	if addr.present {
-		t.Fatal("the VIP was added although its lifetime would outlive the term")
+		t.Fatal("the VIP was added although the kernel might keep it past the earliest takeover")
 	}
 }
 
 func TestFailedRemovalKeepsTheLeaseAndIsRetried(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	addr.failRemove = errors.New("netlink: resource busy")
 	if k.Following("lost the Lease") {
 		t.Fatal("Following reported the VIP gone although removing it failed; the Lease would be released early")
@@ -241,7 +269,7 @@ func TestFailedRemovalKeepsTheLeaseAndIsRetried(t *testing.T) {
 
 func TestUnhealthyDropsTheVIPAtOnceAndHealthyBringsItBack(t *testing.T) {
 	k, addr, ann, clk := newTestKeeper(t)
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	k.SetHealthy(false)
 	if addr.present {
 		t.Fatal("the VIP stayed on an unhealthy node")
@@ -283,27 +311,40 @@ func (s *slowAddress) Ensure() (bool, error) {
 	return s.fakeAddress.Ensure()
 }
 
-func TestASlowWriteAtTheWindowEdgeKeepsTheVIP(t *testing.T) {
+func TestAWriteThatEndsAfterRefreshByDropsTheVIP(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	k.addr = &slowAddress{fakeAddress: addr, delay: 30 * time.Millisecond}
-	validUntil := clk.Now().Add(1300 * time.Millisecond)
-	k.Leading(validUntil, true)
-	// A tick just inside the refresh window; the write lands 30ms later, past the edge.
-	clk.SetTime(validUntil.Add(-time.Second - lifetimeSlack - 10*time.Millisecond))
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	// A tick just inside the refresh window whose write completes 20 ms past RefreshBy: the
+	// kernel could then keep the VIP past the earliest takeover, so it goes at once.
+	clk.SetTime(term.RefreshBy.Add(-10 * time.Millisecond))
 	k.reconcile(context.Background())
-	if !addr.present {
-		t.Fatal("a refresh that landed a few milliseconds past the window dropped the VIP")
-	}
-	if addr.expiresAt.After(validUntil.Add(lifetimeSlack)) {
-		t.Fatalf("the VIP lives until %v, beyond the term end plus slack %v", addr.expiresAt, validUntil.Add(lifetimeSlack))
+	if addr.present {
+		t.Fatalf("a refresh that completed past RefreshBy kept the VIP until %v; the earliest takeover is %v", addr.expiresAt, term.EarliestTakeover)
 	}
 }
 
 func TestAWriteAfterAFreezeDropsTheVIP(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	k.addr = &slowAddress{fakeAddress: addr, delay: 2 * time.Second} // frozen between check and write
-	k.Leading(clk.Now().Add(1300*time.Millisecond), true)
+	k.Leading(termAt(clk.Now()), true)
 	if addr.present {
 		t.Fatal("a write that landed after a freeze left the VIP beyond the term")
+	}
+}
+
+// L8: a follower does not send a netlink delete on every tick; it still clears a VIP put
+// on its NIC by hand within a second.
+func TestFollowerSweepsOncePerSecond(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	advance(k, clk, 3*time.Second)
+	if addr.removes > 4 {
+		t.Fatalf("%d netlink deletes in 3s on a follower, want about one a second", addr.removes)
+	}
+	addr.present, addr.expiresAt = true, clk.Now().Add(time.Hour) // put there by hand
+	advance(k, clk, followerSweep)
+	if addr.present {
+		t.Fatal("a follower kept a VIP put there by hand for more than a second")
 	}
 }

@@ -5,8 +5,21 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/utils/clock"
 )
+
+// newRegistry returns the agent's registry and the registerer for its metrics: every
+// series carries the node's name as the label node, so that one Prometheus scraping all
+// agents tells them apart, and the Go runtime, process and build-info collectors come
+// with it.
+func newRegistry(node string) (*prometheus.Registry, prometheus.Registerer) {
+	registry := prometheus.NewRegistry()
+	reg := prometheus.WrapRegistererWith(prometheus.Labels{"node": node}, registry)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector())
+	return registry, reg
+}
 
 // metrics are the agent's Prometheus metrics. They live in a registry of the agent's own,
 // not in a global one.

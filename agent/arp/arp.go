@@ -132,14 +132,16 @@ func dialSendOnly(ifi *net.Interface) (*arp.Client, error) {
 	return c, nil
 }
 
-// GratuitousARP returns the two announcements of vip from mac: a request with sender and
-// target address vip, and a reply from vip to the broadcast address.
+// GratuitousARP returns the two announcements of vip from mac, both sent to the Ethernet
+// broadcast address: a request with sender and target address vip and a zero target MAC,
+// and a reply with sender and target address vip and target MAC mac, the form Linux's
+// arp_is_garp accepts as gratuitous.
 func GratuitousARP(mac net.HardwareAddr, vip netip.Addr) ([]*arp.Packet, error) {
 	request, err := arp.NewPacket(arp.OperationRequest, mac, vip, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip)
 	if err != nil {
 		return nil, fmt.Errorf("building the ARP request: %w", err)
 	}
-	reply, err := arp.NewPacket(arp.OperationReply, mac, vip, ethernet.Broadcast, vip)
+	reply, err := arp.NewPacket(arp.OperationReply, mac, vip, mac, vip)
 	if err != nil {
 		return nil, fmt.Errorf("building the ARP reply: %w", err)
 	}

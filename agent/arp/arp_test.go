@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/mdlayher/arp"
-	"github.com/mdlayher/ethernet"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv6"
 )
@@ -43,8 +42,10 @@ func TestGratuitousARPHasBothForms(t *testing.T) {
 			t.Fatalf("round trip: %v, %v", err, back.SenderIP)
 		}
 	}
-	if !bytes.Equal(rep.TargetHardwareAddr, ethernet.Broadcast) {
-		t.Errorf("reply target MAC %s, want broadcast", rep.TargetHardwareAddr)
+	// Linux (arp_is_garp) takes a reply as gratuitous only when its target MAC is the
+	// sender's own.
+	if !bytes.Equal(rep.TargetHardwareAddr, rep.SenderHardwareAddr) {
+		t.Errorf("reply target MAC %s, want the sender's own %s", rep.TargetHardwareAddr, rep.SenderHardwareAddr)
 	}
 	if !bytes.Equal(req.TargetHardwareAddr, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
 		t.Errorf("request target MAC %s, want zero", req.TargetHardwareAddr)

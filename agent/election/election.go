@@ -38,6 +38,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // Config configures an Elector.
@@ -48,14 +50,11 @@ type Config struct {
 	Name string
 	// Identity is this candidate's identity, the node name.
 	Identity string
-	// LeaseDuration is how long a follower waits after the last change of the Lease it saw
-	// before it takes over.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long after the start of its last successful renewal the leader
-	// stays leader. It must be shorter than LeaseDuration.
-	RenewDeadline time.Duration
-	// RetryPeriod is the interval between the leader's renewals.
-	RetryPeriod time.Duration
+	// Timings are the election and VIP timings. A follower waits LeaseDuration, or the
+	// leader's own lease duration if that is longer, after the last change of the Lease
+	// it saw before it takes over; the leader's term ends RenewDeadline after the start of
+	// its last successful renewal; RetryPeriod is the interval of its renewals.
+	Timings timing.Timings
 	// Eligible reports whether this candidate may lead now (for example, whether its local
 	// kube-apiserver is healthy). Nil means always.
 	Eligible func() bool
@@ -70,10 +69,11 @@ type Config struct {
 // Callbacks receive leadership changes. They run in the election's goroutine and must
 // return quickly.
 type Callbacks struct {
-	// OnLeading is called after every successful acquisition or renewal with the instant
-	// until which this candidate is leader unless renewed again. newTerm is true on the
+	// OnLeading is called after every successful acquisition or renewal with the term it
+	// gives (timing.Timings.TermFrom): until when this candidate is leader unless renewed
+	// again, and until when it may refresh the VIP. newTerm is true on the
 	// acquisition that starts a term.
-	OnLeading func(validUntil time.Time, newTerm bool)
+	OnLeading func(term timing.Term, newTerm bool)
 	// OnStoppedLeading is called when a term ends, before the Lease is released. It
 	// reports whether the leader's resources are gone; only then is the Lease released,
 	// otherwise it is left to expire.
@@ -91,9 +91,8 @@ func (c *Config) Validate() error {
 	if c.Name == "" || c.Identity == "" {
 		errs = append(errs, errors.New("the Lease name and the identity are required"))
 	}
-	if c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline {
-		errs = append(errs, fmt.Errorf("need 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)",
-			c.RetryPeriod, c.RenewDeadline, c.LeaseDuration))
+	for _, p := range c.Timings.Problems() {
+		errs = append(errs, fmt.Errorf("%s (%s) %s", p.Field, p.Value, p.Message))
 	}
 	return errors.Join(errs...)
 }
@@ -114,6 +113,12 @@ type Elector struct {
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
 	releaseSeen bool
+	// lastWrite is the renewTime of the last record this process tried to write (a write
+	// that timed out may still have reached the API server). A Lease that names this
+	// candidate is its own only if it carries that record; otherwise somebody else wrote it
+	// (by hand, from a backup, or an earlier process) and it is waited for like any other
+	// holder's.
+	lastWrite *metav1.MicroTime
 
 	poke chan struct{}
 }
@@ -144,10 +149,23 @@ func (e *Elector) Poke() {
 // releaseTimeout bounds the release of the Lease on the way out.
 const releaseTimeout = 400 * time.Millisecond
 
+const (
+	// LeaseDurationAnnotation carries the writer's lease duration in milliseconds, exactly;
+	// spec.leaseDurationSeconds rounds it up to whole seconds.
+	LeaseDurationAnnotation = "kube-vip-agent.gardener.cloud/lease-duration-ms"
+	// ReleasedByAnnotation marks a release record with the identity of the releasing
+	// holder. Only a record that carries it is taken without waiting: a holder cleared by
+	// hand may hide a leader whose term still runs.
+	ReleasedByAnnotation = "kube-vip-agent.gardener.cloud/released-by"
+	// maxPublishedLeaseDuration caps the lease duration a follower accepts from the Lease,
+	// so that a hand-edited value cannot stop every takeover.
+	maxPublishedLeaseDuration = time.Minute
+)
+
 // Run takes part in the election until ctx is done. On the way out a leader ends its term
 // (OnStoppedLeading) and then releases the Lease, so that a follower takes over at once.
 func (e *Elector) Run(ctx context.Context) error {
-	events := make(chan *coordinationv1.Lease, 16)
+	events := make(chan observation, 16)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 
@@ -173,8 +191,8 @@ func (e *Elector) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			e.shutdown()
 			return nil
-		case lease := <-events:
-			e.observe(lease)
+		case ev := <-events:
+			e.observe(ev.lease, ev.authoritative)
 		case <-e.poke:
 		case <-timer.C():
 		}
@@ -184,15 +202,15 @@ func (e *Elector) Run(ctx context.Context) error {
 // sync reads the Lease, creating it when it does not exist yet.
 func (e *Elector) sync(ctx context.Context) error {
 	for {
-		lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+		lease, err := e.get(ctx)
 		if err == nil {
-			e.observe(lease)
+			e.observe(lease, true)
 			return nil
 		}
 		if !apierrors.IsNotFound(err) {
 			e.log.Error(err, "Reading the Lease failed, retrying")
 		} else if lease, err = e.create(ctx); err == nil {
-			e.observe(lease)
+			e.observe(lease, true)
 			return nil
 		} else if apierrors.IsAlreadyExists(err) {
 			continue // another candidate created it a moment ago; read it
@@ -202,7 +220,7 @@ func (e *Elector) sync(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-e.clock.After(e.cfg.RetryPeriod):
+		case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 		}
 	}
 }
@@ -210,22 +228,51 @@ func (e *Elector) sync(ctx context.Context) error {
 // create creates the Lease: held by this candidate if it leads (its term goes on after
 // somebody deleted the Lease), else unheld, to be competed for through updates.
 func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name},
-		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: e.leaseSeconds()},
-	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name}}
+	e.stamp(lease)
 	if e.leading {
 		now := metav1.NewMicroTime(e.clock.Now())
 		lease.Spec.HolderIdentity = &e.cfg.Identity
 		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 	}
-	return e.cfg.Leases.Create(ctx, lease, metav1.CreateOptions{})
+	if e.leading {
+		e.lastWrite = lease.Spec.RenewTime
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, e.cfg.Timings.RetryPeriod)
+	defer cancel()
+	return e.cfg.Leases.Create(reqCtx, lease, metav1.CreateOptions{})
+}
+
+// get reads the Lease, bounded by a retry period: an API server that hangs must not stall
+// the state machine. Its result is authoritative (a linearizable read).
+func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
+	reqCtx, cancel := context.WithTimeout(ctx, e.cfg.Timings.RetryPeriod)
+	defer cancel()
+	return e.cfg.Leases.Get(reqCtx, e.cfg.Name, metav1.GetOptions{})
+}
+
+// stamp writes this candidate's lease duration into a Lease it is about to write, and
+// removes a release mark: only release writes one.
+func (e *Elector) stamp(lease *coordinationv1.Lease) {
+	lease.Spec.LeaseDurationSeconds = e.leaseSeconds()
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[LeaseDurationAnnotation] = strconv.FormatInt(e.cfg.Timings.LeaseDuration.Milliseconds(), 10)
+	delete(lease.Annotations, ReleasedByAnnotation)
+}
+
+// observation is one version of the Lease; authoritative when it is the result of a read
+// or write of this candidate, not a watch event.
+type observation struct {
+	lease         *coordinationv1.Lease
+	authoritative bool
 }
 
 // watch feeds every version of the Lease into events until ctx is done. The
 // RetryWatcher re-establishes the watch from the last resourceVersion; when that version
 // is too old, the Lease is read again and the watch starts over.
-func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan<- *coordinationv1.Lease) {
+func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan<- observation) {
 	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
 	lw := &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
@@ -245,14 +292,14 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 				if lease, ok := ev.Object.(*coordinationv1.Lease); ok {
 					resourceVersion = lease.ResourceVersion
 					select {
-					case events <- lease:
+					case events <- observation{lease: lease}:
 					case <-ctx.Done():
 					}
 				}
 			case watch.Deleted:
 				// An empty Lease without a resourceVersion tells the loop that it is gone.
 				select {
-				case events <- &coordinationv1.Lease{}:
+				case events <- observation{lease: &coordinationv1.Lease{}}:
 				case <-ctx.Done():
 				}
 			case watch.Error:
@@ -269,43 +316,49 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.clock.After(e.cfg.RetryPeriod):
+		case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 		}
 		for ctx.Err() == nil {
-			lease, err := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+			lease, err := e.get(ctx)
 			if err == nil {
 				resourceVersion = lease.ResourceVersion
 				select {
-				case events <- lease:
+				case events <- observation{lease: lease, authoritative: true}:
 				case <-ctx.Done():
 				}
 				break
 			}
 			if apierrors.IsNotFound(err) {
 				select {
-				case events <- &coordinationv1.Lease{}:
+				case events <- observation{lease: &coordinationv1.Lease{}, authoritative: true}:
 				case <-ctx.Done():
 				}
 			}
 			select {
 			case <-ctx.Done():
-			case <-e.clock.After(e.cfg.RetryPeriod):
+			case <-e.clock.After(e.cfg.Timings.RetryPeriod):
 			}
 		}
 	}
 }
 
-// observe records a version of the Lease. Versions older than the one already seen (a
-// watch event that trails our own update) are ignored.
-func (e *Elector) observe(lease *coordinationv1.Lease) {
+// observe records a version of the Lease. A watch event older than the version already
+// seen (one that trails our own update) is ignored; the result of a read or write is
+// adopted whatever its resourceVersion, so that revisions that went backwards (an etcd
+// restore) cannot make every candidate ignore the real Lease.
+func (e *Elector) observe(lease *coordinationv1.Lease, authoritative bool) {
 	if lease.ResourceVersion == "" {
 		// Deleted. Who held it is unknown now, so the deletion counts as a change of the
-		// record: nobody takes over before a lease duration has passed.
-		e.observed, e.observedAt = nil, e.clock.Now()
+		// record: nobody takes over before a lease duration has passed. A repeated
+		// notice of a deletion already known does not restart that wait.
+		if e.observed != nil || e.observedAt.IsZero() {
+			e.observedAt = e.clock.Now()
+		}
+		e.observed = nil
 		e.noteHolder("")
 		return
 	}
-	if e.observed != nil && olderThan(lease.ResourceVersion, e.observed.ResourceVersion) {
+	if !authoritative && e.observed != nil && olderThan(lease.ResourceVersion, e.observed.ResourceVersion) {
 		return
 	}
 	if e.observed == nil || !sameRecord(&e.observed.Spec, &lease.Spec) {
@@ -335,9 +388,9 @@ func (e *Elector) step(ctx context.Context) {
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
 		case !e.cfg.Eligible():
 			e.stopLeading("not eligible any more", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.RenewDeadline)):
+		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.RetryPeriod)):
+		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
 		}
 		return
@@ -347,15 +400,41 @@ func (e *Elector) step(ctx context.Context) {
 	}
 }
 
+// followerWait is how long a follower waits after the last change of the Lease it saw: its
+// own lease duration, or the one the holder published if that is longer, so that agents
+// with different timings (a rolling update of the timings) never take over early.
+func (e *Elector) followerWait() time.Duration {
+	wait := e.cfg.Timings.LeaseDuration
+	if published := min(leaseDurationOf(e.observed), maxPublishedLeaseDuration); published > wait {
+		wait = published
+	}
+	return wait
+}
+
+// leaseDurationOf is the lease duration the Lease's writer published: exactly, in the
+// annotation, or rounded up to whole seconds in spec.leaseDurationSeconds.
+func leaseDurationOf(lease *coordinationv1.Lease) time.Duration {
+	if lease == nil {
+		return 0
+	}
+	if ms, err := strconv.ParseInt(lease.Annotations[LeaseDurationAnnotation], 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if lease.Spec.LeaseDurationSeconds != nil {
+		return time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return 0
+}
+
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	expired := !now.Before(e.observedAt.Add(e.cfg.LeaseDuration))
+	expired := !now.Before(e.observedAt.Add(e.followerWait()))
 	if e.observed == nil { // deleted: wait as for an expired holder
 		return expired
 	}
 	switch holderOf(e.observed) {
 	case e.cfg.Identity:
-		return true
+		return e.ownRecord() || expired
 	case "":
 		return e.releaseSeen || expired
 	default:
@@ -369,17 +448,17 @@ func (e *Elector) nextWakeup() time.Duration {
 	var at time.Time
 	switch {
 	case e.leading:
-		at = e.renewStarted.Add(e.cfg.RetryPeriod)
-		if deadline := e.renewStarted.Add(e.cfg.RenewDeadline); now.After(at) {
+		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
+		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
 			// A renewal failed; retry soon, but wake up at the deadline at the latest.
-			at = minTime(now.Add(e.cfg.RetryPeriod/4), deadline)
+			at = minTime(now.Add(e.cfg.Timings.RetryPeriod/4), deadline)
 		}
 	case !e.cfg.Eligible():
-		return e.cfg.RetryPeriod // re-check eligibility; Poke wakes us earlier
+		return e.cfg.Timings.RetryPeriod // re-check eligibility; Poke wakes us earlier
 	case e.canAcquire(now):
-		at = now.Add(e.cfg.RetryPeriod / 4) // the last attempt failed
+		at = now.Add(e.cfg.Timings.RetryPeriod / 4) // the last attempt failed
 	default:
-		at = e.observedAt.Add(e.cfg.LeaseDuration)
+		at = e.observedAt.Add(e.followerWait())
 	}
 	if d := at.Sub(now); d > 0 {
 		return d
@@ -395,8 +474,8 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		if apierrors.IsAlreadyExists(err) {
 			// Somebody recreated it first: read it and decide again in step, which also
 			// ends a term if the new Lease names another holder.
-			if lease, err = e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); err == nil {
-				e.observe(lease)
+			if lease, err = e.get(ctx); err == nil {
+				e.observe(lease, true)
 			}
 			return
 		}
@@ -404,12 +483,12 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 			e.log.Error(err, "Creating the Lease failed")
 			return
 		}
-		e.observe(lease)
+		e.observe(lease, true)
 	}
 
-	deadline := start.Add(e.cfg.RetryPeriod)
+	deadline := start.Add(e.cfg.Timings.RetryPeriod)
 	if e.leading {
-		deadline = e.renewStarted.Add(e.cfg.RenewDeadline)
+		deadline = e.renewStarted.Add(e.cfg.Timings.RenewDeadline)
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -418,7 +497,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	renewing := holderOf(lease) == e.cfg.Identity
 	now := metav1.NewMicroTime(start)
 	lease.Spec.HolderIdentity = &e.cfg.Identity
-	lease.Spec.LeaseDurationSeconds = e.leaseSeconds()
+	e.stamp(lease)
 	lease.Spec.RenewTime = &now
 	if !renewing || lease.Spec.AcquireTime == nil {
 		lease.Spec.AcquireTime = &now
@@ -432,12 +511,13 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		lease.Spec.LeaseTransitions = &transitions
 	}
 
+	e.lastWrite = lease.Spec.RenewTime
 	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// Somebody else wrote first; read what they wrote.
-			if fresh, gerr := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{}); gerr == nil {
-				e.observe(fresh)
+			if fresh, gerr := e.get(ctx); gerr == nil {
+				e.observe(fresh, true)
 			}
 		}
 		if e.leading {
@@ -447,7 +527,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		}
 		return
 	}
-	e.observe(updated)
+	e.observe(updated, true)
 	e.renewStarted = start
 	newTerm := !e.leading
 	if newTerm {
@@ -455,7 +535,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 		e.log.Info("Became leader", "reason", acquireReason(renewing))
 	}
 	if e.cfg.Callbacks.OnLeading != nil {
-		e.cfg.Callbacks.OnLeading(start.Add(e.cfg.RenewDeadline), newTerm)
+		e.cfg.Callbacks.OnLeading(e.cfg.Timings.TermFrom(start), newTerm)
 	}
 }
 
@@ -501,9 +581,14 @@ func (e *Elector) release() {
 		lease.Spec.LeaseDurationSeconds = &one
 		lease.Spec.RenewTime = &now
 		lease.Spec.AcquireTime = &now
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		delete(lease.Annotations, LeaseDurationAnnotation)
+		lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
 		updated, err := e.cfg.Leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if err == nil {
-			e.observe(updated)
+			e.observe(updated, true)
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
@@ -513,7 +598,7 @@ func (e *Elector) release() {
 		if gerr != nil {
 			return gerr
 		}
-		e.observe(fresh)
+		e.observe(fresh, true)
 		if holderOf(fresh) != e.cfg.Identity {
 			return errNotHolder
 		}
@@ -541,17 +626,23 @@ func (e *Elector) shutdown() {
 
 // leaseSeconds is LeaseDuration rounded up to whole seconds, as the Lease stores it.
 func (e *Elector) leaseSeconds() *int32 {
-	s := int32(math.Ceil(e.cfg.LeaseDuration.Seconds()))
+	s := int32(math.Ceil(e.cfg.Timings.LeaseDuration.Seconds()))
 	return &s
 }
 
-// isRelease reports whether the Lease is a release record: no holder, but an acquire time.
-// Only release writes that (a holder, after its VIP is gone); a Lease that create makes
-// unheld has no acquire time. The record itself tells, so a candidate whose view jumped
-// from the unheld Lease it created straight to the release (a conflict's re-read that
-// skipped the short term in between) does not wait for an expiry.
+// isRelease reports whether the Lease is a release record: no holder, and the release mark
+// that only release writes (a holder, after its VIP is gone). A holder cleared by hand, or
+// an unheld Lease that create made, is not one. The record itself tells, so a candidate
+// whose view jumped from the unheld Lease it created straight to the release (a conflict's
+// re-read that skipped the short term in between) does not wait for an expiry.
 func isRelease(lease *coordinationv1.Lease) bool {
-	return holderOf(lease) == "" && lease.Spec.AcquireTime != nil
+	return holderOf(lease) == "" && lease.Annotations[ReleasedByAnnotation] != ""
+}
+
+// ownRecord reports whether the Lease as last seen carries the record this process wrote
+// last.
+func (e *Elector) ownRecord() bool {
+	return e.observed != nil && e.lastWrite != nil && microEq(e.observed.Spec.RenewTime, e.lastWrite)
 }
 
 func holderOf(lease *coordinationv1.Lease) string {

@@ -4,10 +4,13 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,7 +28,8 @@ type Config struct {
 	// Timeout bounds one probe.
 	Timeout time.Duration
 	// FailureThreshold is the number of consecutive failed probes that make the API
-	// server unhealthy; one success makes it healthy again.
+	// server unhealthy; one success makes it healthy again. A refused connection is
+	// definitive at once: nothing listens on the API server's port.
 	FailureThreshold int
 	// OnChange is called, from the monitor's goroutine, when Healthy changes.
 	OnChange func(healthy bool, reason string)
@@ -44,6 +48,11 @@ type Monitor struct {
 	linkOK    bool
 	failures  int
 	lastError string
+	// lastServed is when the API server last served one of this agent's requests (a
+	// probe, or a Lease write through Served): a scheduled probe within a period of it
+	// is skipped, so that a leader's renewals replace its probes.
+	lastServed time.Time
+	probeNow   chan struct{}
 }
 
 // New returns a Monitor. It starts unhealthy until the first probe succeeds, so that a
@@ -59,7 +68,7 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Monitor{cfg: cfg, linkOK: true}, nil
+	return &Monitor{cfg: cfg, linkOK: true, probeNow: make(chan struct{}, 1)}, nil
 }
 
 // Healthy reports whether the node may hold the VIP.
@@ -80,16 +89,41 @@ func (m *Monitor) SetLink(up bool) {
 	})
 }
 
-// Run probes until ctx is done.
+// ProbeNow asks for a probe at once, for example because a connection to the API server
+// broke (a dying kube-apiserver closes its connections). It never blocks.
+func (m *Monitor) ProbeNow() {
+	select {
+	case m.probeNow <- struct{}{}:
+	default:
+	}
+}
+
+// Served records that the API server just served a request of this agent.
+func (m *Monitor) Served() {
+	m.mu.Lock()
+	m.lastServed = m.cfg.Clock.Now()
+	m.mu.Unlock()
+}
+
+// Run probes until ctx is done: every period, unless the API server served a request
+// within it, and at once on ProbeNow.
 func (m *Monitor) Run(ctx context.Context) {
 	t := m.cfg.Clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
+	m.probeOnce(ctx)
 	for {
-		m.probeOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
+		case <-m.probeNow:
+			m.probeOnce(ctx)
 		case <-t.C():
+			m.mu.Lock()
+			recent := !m.lastServed.IsZero() && m.cfg.Clock.Since(m.lastServed) < m.cfg.Period && m.apiOK
+			m.mu.Unlock()
+			if !recent {
+				m.probeOnce(ctx)
+			}
 		}
 	}
 }
@@ -97,6 +131,13 @@ func (m *Monitor) Run(ctx context.Context) {
 func (m *Monitor) probeOnce(ctx context.Context) {
 	start := m.cfg.Clock.Now()
 	err := m.probe(ctx)
+	if brokenConnection(err) && ctx.Err() == nil {
+		// The probe may have gone over a pooled connection that a dying API server just
+		// closed; ask once more on a fresh one, which tells a dead server (refused) from
+		// a live one at once.
+		m.cfg.Client.CloseIdleConnections()
+		err = m.probe(ctx)
+	}
 	if ctx.Err() != nil {
 		return
 	}
@@ -107,15 +148,23 @@ func (m *Monitor) probeOnce(ctx context.Context) {
 		if err == nil {
 			m.failures = 0
 			m.apiOK = true
+			m.lastServed = m.cfg.Clock.Now()
 			return "the local kube-apiserver is ready"
 		}
 		m.failures++
 		m.lastError = err.Error()
-		if m.failures >= m.cfg.FailureThreshold {
+		if m.failures >= m.cfg.FailureThreshold || errors.Is(err, syscall.ECONNREFUSED) {
 			m.apiOK = false
 		}
 		return fmt.Sprintf("the local kube-apiserver failed %d probe(s): %s", m.failures, m.lastError)
 	})
+}
+
+// brokenConnection reports a probe that failed in transport, neither refused nor timed out:
+// typically a pooled connection that the server closed.
+func brokenConnection(err error) bool {
+	var uerr *url.Error
+	return errors.As(err, &uerr) && !uerr.Timeout() && !errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // update applies change under the lock and reports a change of Healthy.

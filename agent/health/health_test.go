@@ -129,3 +129,91 @@ func TestUnreachableAPIServerIsUnhealthy(t *testing.T) {
 		t.Fatal("healthy although nothing answers")
 	}
 }
+
+// newProbed returns a ready API server stand-in and a Monitor on it (threshold 3, probes
+// only when the test calls probeOnce).
+func newProbed(t *testing.T) (*readyz, *httptest.Server, *Monitor) {
+	t.Helper()
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour, Timeout: 200 * time.Millisecond,
+		FailureThreshold: 3, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.probeOnce(context.Background())
+	if !m.Healthy() {
+		t.Fatal("not healthy after a good probe")
+	}
+	return api, srv, m
+}
+
+// A refused connection to the API server's port is definitive: nothing listens there, so
+// one probe closes the gate, whatever the threshold.
+func TestRefusedConnectionIsDefinitive(t *testing.T) {
+	_, srv, m := newProbed(t)
+	srv.Close()
+	m.probeOnce(context.Background())
+	if m.Healthy() {
+		t.Fatal("still healthy after a refused connection; the threshold of 3 applies only to failures that may be transient")
+	}
+}
+
+// A failure that may be transient (an API server alive but not ready) still needs the
+// threshold.
+func TestNotReadyNeedsTheThreshold(t *testing.T) {
+	api, _, m := newProbed(t)
+	api.code.Store(http.StatusServiceUnavailable)
+	for i := 0; i < 2; i++ {
+		m.probeOnce(context.Background())
+	}
+	if !m.Healthy() {
+		t.Fatal("unhealthy after two not-ready answers; the threshold is 3")
+	}
+	m.probeOnce(context.Background())
+	if m.Healthy() {
+		t.Fatal("healthy after three not-ready answers")
+	}
+}
+
+// ProbeNow probes at once (a broken API connection), without waiting for the period, and
+// requests the API server served replace the periodic probes.
+func TestProbeNowAndServedRequests(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+	var probes atomic.Int32
+	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: 20 * time.Millisecond,
+		Timeout: 200 * time.Millisecond, FailureThreshold: 1, Log: logr.Discard(),
+		Observe: func(time.Duration, bool) { probes.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.Served()
+	go m.Run(ctx)
+	eventually(t, "healthy", m.Healthy)
+	// The leader's renewals: a request served every 5 ms for 300 ms.
+	before := probes.Load()
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		m.Served()
+	}
+	if n := probes.Load() - before; n > 2 {
+		t.Fatalf("%d probes in 300 ms while the API server served requests every 5 ms; want them replaced", n)
+	}
+
+	m2, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour,
+		Timeout: 200 * time.Millisecond, FailureThreshold: 1, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go m2.Run(ctx)
+	eventually(t, "healthy", m2.Healthy)
+	api.code.Store(http.StatusServiceUnavailable)
+	m2.ProbeNow()
+	eventually(t, "unhealthy at once on ProbeNow, not after the 1 h period", func() bool { return !m2.Healthy() })
+}

@@ -16,13 +16,15 @@ func TestProblems(t *testing.T) {
 		mutate func(*Timings)
 		field  Field
 	}{
-		"retry not below renew":   {func(t *Timings) { t.RetryPeriod = 1300 * time.Millisecond }, FieldRenewDeadline},
-		"renew not below lease":   {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
-		"fractional lifetime":     {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
-		"lifetime fills the term": {func(t *Timings) { t.VIPLifetime = 2 * time.Second; t.LeaseDuration = 3 * time.Second }, FieldRenewDeadline},
-		"zero retry":              {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
-		"no takeover margin":      {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
-		"no time to renew":        {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
+		"retry not below renew":    {func(t *Timings) { t.RetryPeriod = 1300 * time.Millisecond }, FieldRenewDeadline},
+		"renew not below lease":    {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
+		"fractional lifetime":      {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
+		"lifetime fills the lease": {func(t *Timings) { t.VIPLifetime = 2 * time.Second }, FieldVIPLifetime},
+		"no refresh window":        {func(t *Timings) { t.LeaseDuration = 1350 * time.Millisecond; t.RenewDeadline = 1200 * time.Millisecond }, FieldVIPLifetime},
+		"renewal misses the tick":  {func(t *Timings) { t.RetryPeriod = 1150 * time.Millisecond }, FieldRetryPeriod},
+		"zero retry":               {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
+		"no takeover margin":       {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
+		"no time to renew":         {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tm := Defaults()
@@ -35,5 +37,55 @@ func TestProblems(t *testing.T) {
 				t.Fatalf("no problem on %s in %v", tc.field, tm.Problems())
 			}
 		})
+	}
+}
+
+// TestAcceptedTimingsNeverHaveTwoHolders walks a grid of timings: whatever Problems accepts,
+// the latest moment the leader can hold the VIP (active removal, or the kernel removing the
+// last refresh) is not after the earliest takeover, and the refresh window is not empty.
+func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
+	accepted := 0
+	start := time.Unix(1000, 0)
+	for l := 1000 * time.Millisecond; l <= 5*time.Second; l += 50 * time.Millisecond {
+		for d := 500 * time.Millisecond; d < l; d += 50 * time.Millisecond {
+			for r := 100 * time.Millisecond; r < d; r += 100 * time.Millisecond {
+				for life := time.Second; life <= 3*time.Second; life += time.Second {
+					tm := Timings{LeaseDuration: l, RenewDeadline: d, RetryPeriod: r, VIPLifetime: life}
+					if len(tm.Problems()) != 0 {
+						continue
+					}
+					accepted++
+					term := tm.TermFrom(start)
+					if tm.LatestHold(term).After(term.EarliestTakeover) {
+						t.Fatalf("%+v: the VIP may be held until %v, after the earliest takeover %v", tm, tm.LatestHold(term), term.EarliestTakeover)
+					}
+					if term.End.Add(ActiveRemovalLateness).After(term.EarliestTakeover) ||
+						term.RefreshBy.Add(life+KernelExpiryLateness).After(term.EarliestTakeover) {
+						t.Fatalf("%+v: one of the two removals ends after the earliest takeover", tm)
+					}
+					if term.RefreshBy.Sub(term.Start) < MinRefreshWindow {
+						t.Fatalf("%+v: refresh window %s", tm, term.RefreshBy.Sub(term.Start))
+					}
+				}
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("no timings accepted")
+	}
+}
+
+// TestOldDefaultsBudgetWasShort shows the defect the budget fixes: the old rule let the
+// leader refresh until S+0.25 and accept a write landing 50 ms later, so a crashed leader's
+// VIP could stay until S+0.3+1s+KernelExpiryLateness, after the takeover at S+1.5.
+func TestOldDefaultsBudgetWasShort(t *testing.T) {
+	tm := Defaults()
+	term := tm.TermFrom(time.Unix(1000, 0))
+	oldLastRefresh := term.End.Add(-tm.VIPLifetime) // the old rule: refresh while now+lifetime(+slack) ≤ term end
+	if !oldLastRefresh.Add(tm.VIPLifetime + KernelExpiryLateness).After(term.EarliestTakeover) {
+		t.Fatal("the old refresh rule would have been safe; the budget is not needed")
+	}
+	if !term.RefreshBy.Before(oldLastRefresh) {
+		t.Fatalf("RefreshBy %v is not earlier than the old rule's last refresh %v", term.RefreshBy, oldLastRefresh)
 	}
 }

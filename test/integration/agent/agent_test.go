@@ -330,7 +330,8 @@ func ctxFor(t testing.TB, parent context.Context, d time.Duration) context.Conte
 	return ctx
 }
 
-// metric reads one unlabelled gauge from the agent's metrics endpoint on node n.
+// metric reads one gauge from the agent's metrics endpoint on node n; its only label must
+// be the node's name.
 func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 	hc := n.HTTPClient(2*time.Second, nil)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9482/metrics", nil)
@@ -346,7 +347,7 @@ func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+		if rest, ok := strings.CutPrefix(line, name+`{node="`+n.Name()+`"} `); ok {
 			var v float64
 			if _, err := fmt.Sscan(rest, &v); err != nil {
 				return 0, fmt.Errorf("parsing %q: %w", line, err)
@@ -354,5 +355,5 @@ func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("metric %s not found", name)
+	return 0, fmt.Errorf("metric %s{node=%q} not found", name, n.Name())
 }

@@ -94,13 +94,13 @@ type recorder struct {
 
 func (r *recorder) callbacks(who string) election.Callbacks {
 	return election.Callbacks{
-		OnLeading: func(validUntil time.Time, newTerm bool) {
+		OnLeading: func(lt timing.Term, newTerm bool) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			if newTerm || r.open[who] == nil {
 				r.open[who] = &term{who: who, start: time.Now()}
 			}
-			r.open[who].end = validUntil
+			r.open[who].end = lt.End
 		},
 		OnStoppedLeading: func(string) bool {
 			r.mu.Lock()
@@ -170,7 +170,7 @@ func startCandidates(t *testing.T, cfg *rest.Config, lease string, rec *recorder
 		c := &candidate{name: name, client: &cuttable{LeaseClient: base}, done: make(chan struct{})}
 		e, err := election.New(election.Config{
 			Leases: c.client, Name: lease, Identity: name,
-			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			Timings:   timing.Defaults(),
 			Callbacks: rec.callbacks(name), Log: testr.New(t).WithName(name),
 		})
 		if err != nil {

@@ -1,0 +1,328 @@
+package election
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+var leases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+// fakeLeases is one Lease in memory with the API server's optimistic concurrency: an
+// update must carry the current resourceVersion. rv is the store's revision; a test may
+// set it back to play an etcd restore.
+type fakeLeases struct {
+	mu         sync.Mutex
+	lease      *coordinationv1.Lease
+	rv         uint64
+	clock      *clocktesting.FakeClock
+	writeDelay time.Duration // each write takes this long on the fake clock
+	calls      int
+	noDeadline []string // calls made with a context without a deadline
+}
+
+func (f *fakeLeases) note(ctx context.Context, call string) {
+	f.calls++
+	if _, ok := ctx.Deadline(); !ok {
+		f.noDeadline = append(f.noDeadline, call)
+	}
+}
+
+func (f *fakeLeases) Get(ctx context.Context, name string, _ metav1.GetOptions) (*coordinationv1.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.note(ctx, "get")
+	if f.lease == nil {
+		return nil, apierrors.NewNotFound(leases, name)
+	}
+	return f.lease.DeepCopy(), nil
+}
+
+func (f *fakeLeases) Create(ctx context.Context, l *coordinationv1.Lease, _ metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.note(ctx, "create")
+	if f.lease != nil {
+		return nil, apierrors.NewAlreadyExists(leases, l.Name)
+	}
+	f.store(l)
+	return f.lease.DeepCopy(), nil
+}
+
+func (f *fakeLeases) Update(ctx context.Context, l *coordinationv1.Lease, _ metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.note(ctx, "update")
+	if f.writeDelay > 0 {
+		f.clock.Step(f.writeDelay)
+	}
+	if f.lease == nil {
+		return nil, apierrors.NewNotFound(leases, l.Name)
+	}
+	if l.ResourceVersion != f.lease.ResourceVersion {
+		return nil, apierrors.NewConflict(leases, l.Name, nil)
+	}
+	f.store(l)
+	return f.lease.DeepCopy(), nil
+}
+
+func (f *fakeLeases) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+func (f *fakeLeases) store(l *coordinationv1.Lease) {
+	f.rv++
+	f.lease = l.DeepCopy()
+	f.lease.ResourceVersion = strconv.FormatUint(f.rv, 10)
+}
+
+// current is the stored Lease, as a watch event would carry it.
+func (f *fakeLeases) current() *coordinationv1.Lease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lease.DeepCopy()
+}
+
+// set replaces the stored Lease, as a hand edit or a restore would.
+func (f *fakeLeases) set(l *coordinationv1.Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.store(l)
+}
+
+type harness struct {
+	clock  *clocktesting.FakeClock
+	leases *fakeLeases
+}
+
+func newHarness() *harness {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	return &harness{clock: clk, leases: &fakeLeases{clock: clk}}
+}
+
+// recorded is what one candidate's callbacks saw.
+type recorded struct {
+	terms   []timing.Term
+	stopped []string
+}
+
+func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
+	t.Helper()
+	rec := &recorded{}
+	e, err := New(Config{
+		Leases: h.leases, Name: "kube-vip-agent", Identity: identity, Timings: tm,
+		Clock: h.clock, Log: logr.Discard(),
+		Callbacks: Callbacks{
+			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
+			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e, rec
+}
+
+func heldBy(holder string, at time.Time) *coordinationv1.Lease {
+	now := metav1.NewMicroTime(at)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](2),
+			AcquireTime: &now, RenewTime: &now},
+	}
+}
+
+// waitUntilAcquirable steps the clock in 10 ms steps until the candidate may take the
+// Lease and reports how long that took.
+func (h *harness) waitUntilAcquirable(e *Elector, limit time.Duration) time.Duration {
+	start := h.clock.Now()
+	for !e.canAcquire(h.clock.Now()) && h.clock.Since(start) < limit {
+		h.clock.Step(10 * time.Millisecond)
+	}
+	return h.clock.Since(start)
+}
+
+func TestTermIsMeasuredFromTheStartOfTheWrite(t *testing.T) {
+	h := newHarness()
+	h.leases.writeDelay = 120 * time.Millisecond
+	a, rec := h.candidate(t, "node-a", timing.Defaults())
+	start := h.clock.Now()
+	a.tryAcquireOrRenew(context.Background())
+	if !a.leading || len(rec.terms) != 1 {
+		t.Fatalf("leading=%v terms=%d; want a first term", a.leading, len(rec.terms))
+	}
+	if want := timing.Defaults().TermFrom(start); rec.terms[0] != want {
+		t.Fatalf("term %+v, want %+v (from the start of the write, not its end)", rec.terms[0], want)
+	}
+}
+
+func TestReleaseIsTakenAtOnceAndExpiryAfterTheLeaseDuration(t *testing.T) {
+	h := newHarness()
+	a, _ := h.candidate(t, "node-a", timing.Defaults())
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	a.tryAcquireOrRenew(context.Background())
+	b.observe(h.leases.current(), false)
+	if b.canAcquire(h.clock.Now()) {
+		t.Fatal("a follower may take a Lease that was just renewed")
+	}
+	if took := h.waitUntilAcquirable(b, 5*time.Second); took != timing.Defaults().LeaseDuration {
+		t.Fatalf("a follower may take an unrenewed Lease after %s, want the lease duration", took)
+	}
+
+	// A graceful stop: the release is taken at once.
+	a.stopLeading("shutting down", true)
+	b.observe(h.leases.current(), false)
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("a released Lease is not taken at once")
+	}
+	b.tryAcquireOrRenew(context.Background())
+	if !b.leading || holderOf(h.leases.current()) != "node-b" {
+		t.Fatal("the follower did not take the released Lease")
+	}
+}
+
+// M1: a follower with shorter timings must wait for the leader's longer lease duration.
+func TestFollowerWaitsTheLeadersLongerLeaseDuration(t *testing.T) {
+	h := newHarness()
+	loose := timing.Timings{LeaseDuration: 2400 * time.Millisecond, RenewDeadline: 2200 * time.Millisecond,
+		RetryPeriod: 1600 * time.Millisecond, VIPLifetime: 2 * time.Second}
+	a, rec := h.candidate(t, "node-a", loose)
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	a.tryAcquireOrRenew(context.Background())
+	b.observe(h.leases.current(), false)
+	took := h.waitUntilAcquirable(b, 5*time.Second)
+	if latest := loose.LatestHold(rec.terms[0]); h.clock.Now().Before(latest) {
+		t.Fatalf("the follower (lease duration 1.5s) may take over %s after the renewal, while the leader may hold the VIP until %s",
+			took, latest.Sub(rec.terms[0].Start))
+	}
+	if took != loose.LeaseDuration {
+		t.Fatalf("the follower waits %s, want the leader's exact lease duration %s", took, loose.LeaseDuration)
+	}
+
+	// A Lease written without the exact figure: the whole seconds count.
+	h2 := newHarness()
+	c, _ := h2.candidate(t, "node-c", timing.Defaults())
+	l := heldBy("node-x", h2.clock.Now())
+	l.Spec.LeaseDurationSeconds = ptr.To[int32](3)
+	h2.leases.set(l)
+	c.observe(h2.leases.current(), false)
+	if took := h2.waitUntilAcquirable(c, 5*time.Second); took != 3*time.Second {
+		t.Fatalf("the follower waits %s for a Lease with leaseDurationSeconds 3, want 3s", took)
+	}
+}
+
+// H2: after an etcd restore the revision goes backwards; a read or write result must still
+// be adopted, or the leader conflicts forever.
+func TestRevisionThatWentBackwardsIsAdoptedFromReads(t *testing.T) {
+	h := newHarness()
+	a, rec := h.candidate(t, "node-a", timing.Defaults())
+	a.tryAcquireOrRenew(context.Background())
+	h.leases.rv = 1000 // many writes happen...
+	h.clock.Step(900 * time.Millisecond)
+	a.tryAcquireOrRenew(context.Background())
+	restored := h.leases.current()
+	h.leases.rv = 3 // ...and etcd is restored from a backup taken before them
+	h.leases.set(restored)
+
+	for i := 0; i < 3; i++ {
+		h.clock.Step(200 * time.Millisecond)
+		a.tryAcquireOrRenew(context.Background())
+	}
+	if len(rec.terms) < 3 {
+		t.Fatalf("after the restore the leader renewed %d times in 3 attempts; it ignores the restored Lease (resourceVersion %s, it last saw %s)",
+			len(rec.terms)-2, h.leases.current().ResourceVersion, a.observed.ResourceVersion)
+	}
+	// A watch event that trails a newer version is still ignored.
+	old := h.leases.current()
+	old.ResourceVersion = "1"
+	old.Spec.HolderIdentity = ptr.To("node-z")
+	a.observe(old, false)
+	if holderOf(a.observed) != "node-a" {
+		t.Fatal("an older watch event replaced a newer version")
+	}
+}
+
+// M2: a holder cleared by hand is not a release.
+func TestHandClearedHolderIsNotARelease(t *testing.T) {
+	h := newHarness()
+	a, _ := h.candidate(t, "node-a", timing.Defaults())
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	a.tryAcquireOrRenew(context.Background())
+	edited := h.leases.current()
+	edited.Spec.HolderIdentity = ptr.To("") // kubectl edit, acquireTime kept
+	h.leases.set(edited)
+	b.observe(h.leases.current(), false)
+	if b.canAcquire(h.clock.Now()) {
+		t.Fatal("a follower takes a hand-cleared Lease at once, while the leader may still hold the VIP")
+	}
+	if took := h.waitUntilAcquirable(b, 5*time.Second); took != timing.Defaults().LeaseDuration {
+		t.Fatalf("took %s, want the lease duration", took)
+	}
+}
+
+// M2: a Lease that names this node but that this process did not write is waited for.
+func TestLeaseNamingThisNodeIsOwnOnlyIfThisProcessWroteIt(t *testing.T) {
+	h := newHarness()
+	h.leases.set(heldBy("node-b", h.clock.Now())) // from a backup, or edited by hand
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	if b.canAcquire(h.clock.Now()) {
+		t.Fatal("a Lease that names this node but was written elsewhere is taken at once")
+	}
+	if took := h.waitUntilAcquirable(b, 5*time.Second); took != 2*time.Second {
+		t.Fatalf("took %s, want the Lease's 2s", took)
+	}
+	b.tryAcquireOrRenew(context.Background())
+	b.stopLeading("renewal deadline passed", false) // the Lease still names node-b, written by this process
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("this process may not take back its own record")
+	}
+}
+
+// L3: every API call of the state machine has a deadline.
+func TestEveryCallHasADeadline(t *testing.T) {
+	h := newHarness()
+	a, _ := h.candidate(t, "node-a", timing.Defaults()) // creates the Lease
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	a.tryAcquireOrRenew(context.Background())
+	h.clock.Step(2 * time.Second)
+	b.tryAcquireOrRenew(context.Background()) // takes the expired Lease
+	a.tryAcquireOrRenew(context.Background()) // conflicts and reads again
+	h.leases.lease = nil
+	a.observe(&coordinationv1.Lease{}, true)
+	a.leading = true
+	a.tryAcquireOrRenew(context.Background()) // re-creates the deleted Lease
+	a.stopLeading("shutting down", true)
+	if h.leases.calls < 6 || len(h.leases.noDeadline) != 0 {
+		t.Fatalf("%d calls, these without a deadline: %v", h.leases.calls, h.leases.noDeadline)
+	}
+}
+
+// L4(a): repeated notices of a deletion already known do not restart the wait.
+func TestRepeatedDeletionNoticeDoesNotRestartTheWait(t *testing.T) {
+	h := newHarness()
+	b, _ := h.candidate(t, "node-b", timing.Defaults())
+	b.observe(&coordinationv1.Lease{}, false)
+	for range 4 {
+		h.clock.Step(500 * time.Millisecond)
+		b.observe(&coordinationv1.Lease{}, true) // the watch's re-read keeps finding nothing
+	}
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("a Lease deleted 2s ago is never re-created while the deletion keeps being reported")
+	}
+}
