@@ -267,14 +267,8 @@ state = %[2]q
 	if n.containerd, err = startDaemon("containerd", n.Namespace(), filepath.Join(n.dir, "containerd.log"), "containerd", "--config", cfgPath); err != nil {
 		return err
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		if n.containerd.Exited() {
-			return false, fmt.Errorf("containerd exited (log %s)", filepath.Join(n.dir, "containerd.log"))
-		}
-		_, err := os.Stat(n.Socket())
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("waiting for containerd: %w", err)
+	if err := n.waitContainerd(ctx); err != nil {
+		return err
 	}
 	for _, img := range imagebuild.Images {
 		if err := n.ImportImage(ctx, c.images.Tarball(img)); err != nil {
@@ -282,6 +276,29 @@ state = %[2]q
 		}
 	}
 	return nil
+}
+
+// LoadImage builds one of the project's images with another tag and imports it into
+// every node's containerd; it returns the reference.
+func (c *Cluster) LoadImage(ctx context.Context, name, version string) (string, error) {
+	cfg := c.images
+	cfg.Version = version
+	cfg.Out = filepath.Join(c.images.Out, version)
+	for _, img := range imagebuild.Images {
+		if img.Name != name {
+			continue
+		}
+		if err := imagebuild.BuildAll(ctx, cfg, []imagebuild.Image{img}); err != nil {
+			return "", err
+		}
+		for _, n := range c.nodes {
+			if err := n.ImportImage(ctx, cfg.Tarball(img)); err != nil {
+				return "", fmt.Errorf("%s: %w", n.Name(), err)
+			}
+		}
+		return cfg.Ref(img), nil
+	}
+	return "", fmt.Errorf("no image %s", name)
 }
 
 // ImportImage loads a docker-archive tarball into the node's containerd (namespace k8s.io).
@@ -405,6 +422,38 @@ func countLabelled(nodes []corev1.Node) int {
 // running, as after a crash of the two daemons).
 func (n *Node) StopNode() error {
 	return errors.Join(n.kubelet.Stop(10*time.Second), n.containerd.Stop(10*time.Second))
+}
+
+// StartNode starts the node's containerd and kubelet again after StopNode, with the same
+// configuration, and waits for containerd's socket.
+func (n *Node) StartNode(ctx context.Context) error {
+	if !n.containerd.Exited() || !n.kubelet.Exited() {
+		return fmt.Errorf("%s: containerd or kubelet still runs", n.Name())
+	}
+	_ = os.Remove(n.Socket())
+	var err error
+	if n.containerd, err = n.containerd.again(); err != nil {
+		return err
+	}
+	if err := n.waitContainerd(ctx); err != nil {
+		return err
+	}
+	n.kubelet, err = n.kubelet.again()
+	return err
+}
+
+func (n *Node) waitContainerd(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if n.containerd.Exited() {
+			return false, fmt.Errorf("containerd exited (log %s)", filepath.Join(n.dir, "containerd.log"))
+		}
+		_, err := os.Stat(n.Socket())
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for containerd on %s: %w", n.Name(), err)
+	}
+	return nil
 }
 
 // Close stops everything the cluster started and removes what it created. It is

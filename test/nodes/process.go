@@ -13,9 +13,10 @@ import (
 // daemon is a process started with `nsenter --net` in a node's namespace, in its own
 // process group.
 type daemon struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
+	name, netns, logPath string
+	argv                 []string
+	cmd                  *exec.Cmd
+	done                 chan struct{}
 }
 
 func startDaemon(name, netnsName, logPath string, argv ...string) (*daemon, error) {
@@ -31,7 +32,7 @@ func startDaemon(name, netnsName, logPath string, argv ...string) (*daemon, erro
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	d := &daemon{name: name, cmd: cmd, done: make(chan struct{})}
+	d := &daemon{name: name, netns: netnsName, logPath: logPath, argv: argv, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		_ = logFile.Close()
@@ -74,4 +75,9 @@ func (d *daemon) Stop(grace time.Duration) error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", d.name, pgid)
 	}
+}
+
+// again starts the same command line once more, in the same namespace and log file.
+func (d *daemon) again() (*daemon, error) {
+	return startDaemon(d.name, d.netns, d.logPath, d.argv...)
 }
