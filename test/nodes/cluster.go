@@ -117,8 +117,9 @@ func (c *Cluster) ImageRef(name string) string {
 
 // New builds the images, the LAN with the control plane, and starts containerd and a
 // kubelet on every node, kube-controller-manager and kube-scheduler on the first, and
-// returns when every node is Ready. On error the partly built cluster has been closed.
-func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
+// returns when every node is Ready. On error the partly built cluster has been closed; it
+// is returned (when anything was created) so that the caller can check its Leftovers.
+func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 3
 	}
@@ -147,6 +148,7 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
+			cl = c
 		}
 	}()
 	if c.saved, err = readSysctls(); err != nil {

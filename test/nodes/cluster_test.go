@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,5 +112,48 @@ func closeCluster(t *testing.T, c *nodes.Cluster) {
 	}
 	if left := c.Leftovers(); len(left) > 0 {
 		t.Errorf("left behind after Close: %q", left)
+	}
+}
+
+// cancelAt is a log sink that cancels a context when a message names the phase.
+type cancelAt struct {
+	phase  string
+	cancel context.CancelFunc
+}
+
+func (s *cancelAt) Init(logr.RuntimeInfo)          {}
+func (s *cancelAt) Enabled(int) bool               { return true }
+func (s *cancelAt) Error(error, string, ...any)    {}
+func (s *cancelAt) WithValues(...any) logr.LogSink { return s }
+func (s *cancelAt) WithName(string) logr.LogSink   { return s }
+func (s *cancelAt) Info(_ int, _ string, kv ...any) {
+	for _, v := range kv {
+		if v == s.phase {
+			s.cancel()
+		}
+	}
+}
+
+// TestFailedBringUpLeavesNothing cancels the bring-up once containerd runs and its images
+// are imported on every node, while the kubelets start: New fails, and what it had
+// created (namespaces, processes, mounts, cgroups, sysctls) is gone.
+func TestFailedBringUpLeavesNothing(t *testing.T) {
+	framework.RequireRoot(t)
+	if _, err := exec.LookPath("containerd"); err != nil {
+		framework.Unavailable(t, "containerd is not installed (hack/install-deps.sh): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := nodes.New(ctx, nodes.Options{Log: logr.New(&cancelAt{phase: "containerd and images imported", cancel: cancel})})
+	if err == nil {
+		closeCluster(t, c)
+		t.Fatal("New succeeded although its context was cancelled during the bring-up")
+	}
+	t.Logf("New failed as it should: %v", err)
+	if c == nil {
+		t.Fatal("New returned no cluster to check")
+	}
+	if left := c.Leftovers(); len(left) > 0 {
+		t.Errorf("left behind after a failed bring-up: %q", left)
 	}
 }
