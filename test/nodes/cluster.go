@@ -702,22 +702,10 @@ func killShims(socket string) error {
 }
 
 func processesMatching(match func(cmdline []byte) bool) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && match(b) {
-			out = append(out, pid)
-		}
-	}
-	return out, nil
+	return allPIDs(func(pid int) bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		return err == nil && match(b)
+	})
 }
 
 // kubeBinaries builds (or finds cached) kube-apiserver, etcd, kubelet,

@@ -3,34 +3,35 @@ package nodes_test
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
 
-// capNetAdminRaw is CAP_NET_ADMIN (12) | CAP_NET_RAW (13).
-const capNetAdminRaw = 1<<12 | 1<<13
-
-// TestAgentDaemonSetOnRealNodes deploys the agent the way the controller does
-// (agentrollout) onto the real cluster: kube-controller-manager's DaemonSet controller
-// creates the pods, the scheduler binds them, each kubelet runs one as a container under
-// containerd-shim-runc-v2, with exactly CAP_NET_ADMIN and CAP_NET_RAW effective, and one
-// of them puts the VIP on its node.
-func TestAgentDaemonSetOnRealNodes(t *testing.T) {
+// requireNodes skips (fails under CI=true) without root or containerd.
+func requireNodes(t *testing.T) {
+	t.Helper()
 	framework.RequireRoot(t)
 	if _, err := exec.LookPath("containerd"); err != nil {
 		framework.Unavailable(t, "containerd is not installed (hack/install-deps.sh): %v", err)
 	}
+}
+
+// TestNodesRegisterAsControlPlane brings the cluster up and checks what gardenadm's nodes
+// look like: every node Ready, with the control-plane label and NoSchedule taint and its
+// LAN address, its kubelet and containerd running in the node's namespace; the
+// sandbox and the project's images are in every containerd. It reports bring-up time and
+// memory.
+func TestNodesRegisterAsControlPlane(t *testing.T) {
+	requireNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -41,49 +42,41 @@ func TestAgentDaemonSetOnRealNodes(t *testing.T) {
 	defer closeCluster(t, c)
 	t.Logf("bring-up took %s: %+v", time.Since(start).Round(time.Millisecond), c.BringUp)
 
-	cl, err := client.New(c.Net().Nodes()[0].RESTConfig(), client.Options{})
+	list, err := c.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := agentrollout.Spec{Namespace: "kube-system", Image: c.ImageRef("kube-vip-agent"), VIP: c.Net().VIP().String(), Interface: "eth0"}
-	if err := agentrollout.New(cl).Deploy(ctx, spec); err != nil {
-		t.Fatal(err)
+	if len(list.Items) != len(c.Nodes()) {
+		t.Fatalf("%d Nodes registered, want %d", len(list.Items), len(c.Nodes()))
 	}
-	deployed := time.Now()
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ds, err := c.Client().AppsV1().DaemonSets(spec.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not there yet
+	for _, node := range list.Items {
+		n := c.Node(node.Name)
+		if n == nil {
+			t.Fatalf("unexpected Node %s", node.Name)
 		}
-		return dsReady(ds, len(c.Nodes())), nil
-	}); err != nil {
-		t.Fatalf("DaemonSet not 3/3 ready: %v", err)
-	}
-	t.Logf("DaemonSet %d/%d ready %s after the deploy", len(c.Nodes()), len(c.Nodes()), time.Since(deployed).Round(time.Millisecond))
-	holder, err := c.Net().WaitSingleHolder(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("VIP on %s", holder.Name())
-
-	for _, n := range c.Nodes() {
-		agents, err := n.Processes("kube-vip-agent")
-		if err != nil {
-			t.Fatal(err)
+		if _, ok := node.Labels[nodes.ControlPlaneRole]; !ok {
+			t.Errorf("%s: no label %s", node.Name, nodes.ControlPlaneRole)
 		}
-		if len(agents) != 1 {
-			t.Fatalf("%s runs %d agent processes, want 1", n.Name(), len(agents))
+		tainted := slices.ContainsFunc(node.Spec.Taints, func(tn corev1.Taint) bool {
+			return tn.Key == nodes.ControlPlaneRole && tn.Effect == corev1.TaintEffectNoSchedule
+		})
+		if !tainted {
+			t.Errorf("%s: no %s:NoSchedule taint: %+v", node.Name, nodes.ControlPlaneRole, node.Spec.Taints)
 		}
-		a := agents[0]
-		parent, err := nodes.ReadProcStatus(a.PPID)
-		if err != nil {
-			t.Fatal(err)
+		if !slices.ContainsFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool {
+			return a.Type == corev1.NodeInternalIP && a.Address == n.IP().String()
+		}) {
+			t.Errorf("%s: addresses %+v, want InternalIP %s", node.Name, node.Status.Addresses, n.IP())
 		}
-		if parent.Name != "containerd-shim" { // comm of containerd-shim-runc-v2, cut at 15
-			t.Errorf("%s: the agent's parent is %q, want containerd-shim-runc-v2", n.Name(), parent.Name)
+		for _, name := range []string{"kubelet", "containerd"} {
+			if p, err := n.Processes(name); err != nil || len(p) != 1 {
+				t.Errorf("%s: %d %s processes in the node's namespace (%v), want 1", node.Name, len(p), name, err)
+			}
 		}
-		if a.CapEff != capNetAdminRaw {
-			t.Errorf("%s: agent CapEff %#x, want exactly NET_ADMIN|NET_RAW (%#x)", n.Name(), a.CapEff, capNetAdminRaw)
+		for _, img := range []string{"pause", "kube-vip-agent", "gardener-extension-kube-vip"} {
+			if !hasImage(node.Status.Images, c.ImageRef(img)) {
+				t.Errorf("%s: image %s not reported by the kubelet: %+v", node.Name, c.ImageRef(img), node.Status.Images)
+			}
 		}
 	}
 	mem, err := c.Memory()
@@ -98,10 +91,8 @@ func TestAgentDaemonSetOnRealNodes(t *testing.T) {
 	t.Logf("memory total: %d MiB", total>>20)
 }
 
-func dsReady(ds *appsv1.DaemonSet, want int) bool {
-	s := ds.Status
-	return s.ObservedGeneration == ds.Generation && int(s.DesiredNumberScheduled) == want &&
-		int(s.NumberReady) == want && int(s.UpdatedNumberScheduled) == want
+func hasImage(images []corev1.ContainerImage, ref string) bool {
+	return slices.ContainsFunc(images, func(img corev1.ContainerImage) bool { return slices.Contains(img.Names, ref) })
 }
 
 // closeCluster closes the cluster and fails the test for anything left behind.
@@ -138,10 +129,7 @@ func (s *cancelAt) Info(_ int, _ string, kv ...any) {
 // are imported on every node, while the kubelets start: New fails, and what it had
 // created (namespaces, processes, mounts, cgroups, sysctls) is gone.
 func TestFailedBringUpLeavesNothing(t *testing.T) {
-	framework.RequireRoot(t)
-	if _, err := exec.LookPath("containerd"); err != nil {
-		framework.Unavailable(t, "containerd is not installed (hack/install-deps.sh): %v", err)
-	}
+	requireNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := nodes.New(ctx, nodes.Options{Log: logr.New(&cancelAt{phase: "containerd and images imported", cancel: cancel})})

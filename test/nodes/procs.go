@@ -73,18 +73,21 @@ func (n *Node) pids() ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return allPIDs(func(pid int) bool {
+		fi, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid), "ns", "net"))
+		return err == nil && os.SameFile(fi, want)
+	})
+}
+
+// allPIDs lists the processes for which match is true.
+func allPIDs(match func(pid int) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
 	var out []int
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join("/proc", e.Name(), "ns", "net"))
-		if err == nil && os.SameFile(fi, want) {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && match(pid) {
 			out = append(out, pid)
 		}
 	}
