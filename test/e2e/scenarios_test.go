@@ -176,29 +176,37 @@ func TestRollNewAgentImage(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	res := p.Stop()
 	rep := sampler.Stop()
-	moves := vipMoves(rep)
-	t.Logf("rolled to %s: %d VIP moves %+v", ref, moves, rep.Changes)
+	lost := vipLosses(rep)
+	moves := 0
+	for _, n := range lost {
+		moves += n
+	}
+	t.Logf("rolled to %s: %d VIP moves, away from %v", ref, moves, lost)
 	checkOutage(t, "rolling update", res, gracefulBound)
-	if moves > len(cluster.Nodes()) {
-		t.Errorf("the VIP moved %d times in a rollout of %d nodes", moves, len(cluster.Nodes()))
+	// Each node's pod is replaced once, so a node that held the VIP hands it over at most
+	// once: at most one move per updated leader.
+	for node, n := range lost {
+		if n > 1 {
+			t.Errorf("the VIP moved away from %s %d times in one rollout: %+v", node, n, rep.Changes)
+		}
 	}
 	if len(rep.Overlaps) > 0 {
 		t.Errorf("the VIP sat on two nodes at once during the rollout: %+v", rep.Overlaps)
 	}
 }
 
-// vipMoves counts how often the VIP arrived on a node other than the one that held it
-// before (a gap with no holder in between is part of the move).
-func vipMoves(rep netns.SamplerReport) int {
-	moves, last := 0, ""
+// vipLosses counts, per node, how often the VIP moved from it to another node (a gap with
+// no holder in between is part of the move).
+func vipLosses(rep netns.SamplerReport) map[string]int {
+	lost, last := map[string]int{}, ""
 	for _, c := range rep.Changes {
 		if len(c.Holders) != 1 {
 			continue
 		}
 		if last != "" && c.Holders[0] != last {
-			moves++
+			lost[last]++
 		}
 		last = c.Holders[0]
 	}
-	return moves
+	return lost
 }
