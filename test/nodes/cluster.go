@@ -585,8 +585,9 @@ func writeSysctls(values map[string]string) error {
 	return errors.Join(errs...)
 }
 
-// cgroupHierarchies are the mounted cgroup v1 hierarchies (the hybrid host's unified
-// mount holds no controller the kubelet uses).
+// cgroupHierarchies are the mounted cgroup hierarchies: the v1 ones and, on a hybrid
+// host, the unified one (which holds no controller the kubelet needs, but the kubelet
+// creates its pod cgroups there too).
 func cgroupHierarchies() ([]string, error) {
 	entries, err := os.ReadDir("/sys/fs/cgroup")
 	if err != nil {
@@ -595,7 +596,7 @@ func cgroupHierarchies() ([]string, error) {
 	var out []string
 	for _, e := range entries {
 		p := filepath.Join("/sys/fs/cgroup", e.Name())
-		if e.Name() == "unified" || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
 		if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSymlink != 0 {
