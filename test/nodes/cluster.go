@@ -32,6 +32,12 @@ const ControlPlaneRole = "node-role.kubernetes.io/control-plane"
 // start-up; the cluster puts the host's values back.
 var sysctls = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory"}
 
+// hostDirs are the host paths containerd and the kubelet use whatever their configuration
+// says: containerd 1.6 puts the shims' sockets into /run/containerd/s, the kubelet its
+// device-plugin socket into /var/lib/kubelet/device-plugins and the container log links
+// into /var/log/containers. The cluster removes those it created.
+var hostDirs = []string{"/run/containerd", "/var/lib/kubelet", "/var/log/containers"}
+
 // Options configure a cluster. The zero value of each field picks its default.
 type Options struct {
 	// Nodes is the number of control-plane nodes; default 3.
@@ -46,17 +52,17 @@ type Options struct {
 
 // Cluster is the running cluster.
 type Cluster struct {
-	opts    Options
-	dir     string
-	log     logr.Logger
-	net     *netns.Harness
-	images  imagebuild.Config
-	nodes   []*Node
-	kcm     *netns.Process
-	sched   *netns.Process
-	saved   map[string]string
-	madeRun bool
-	client  kubernetes.Interface
+	opts   Options
+	dir    string
+	log    logr.Logger
+	net    *netns.Harness
+	images imagebuild.Config
+	nodes  []*Node
+	kcm    *netns.Process
+	sched  *netns.Process
+	saved  map[string]string
+	made   []string // host directories that did not exist before New
+	client kubernetes.Interface
 
 	// BringUp is how long New took, by phase.
 	BringUp []Phase
@@ -183,8 +189,10 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	}
 
 	start = time.Now()
-	if _, err := os.Stat("/run/containerd"); os.IsNotExist(err) {
-		c.madeRun = true // containerd 1.6 puts the shims' sockets into /run/containerd/s
+	for _, d := range hostDirs {
+		if _, err := os.Stat(d); os.IsNotExist(err) {
+			c.made = append(c.made, d)
+		}
 	}
 	for _, hn := range c.net.Nodes() {
 		n := &Node{Node: hn, dir: filepath.Join(dir, hn.Name()), cgroupRoot: "/" + filepath.Base(dir) + "-" + hn.Name()}
@@ -498,8 +506,8 @@ func (c *Cluster) close() error {
 	if c.saved != nil {
 		errs = append(errs, writeSysctls(c.saved))
 	}
-	if c.madeRun {
-		errs = append(errs, os.RemoveAll("/run/containerd"))
+	for _, d := range c.made {
+		errs = append(errs, os.RemoveAll(d))
 	}
 	if c.opts.Dir == "" {
 		errs = append(errs, os.RemoveAll(c.dir))
@@ -555,9 +563,9 @@ func (c *Cluster) Leftovers() []string {
 			}
 		}
 	}
-	if c.madeRun {
-		if _, err := os.Stat("/run/containerd"); err == nil {
-			out = append(out, "directory /run/containerd")
+	for _, d := range c.made {
+		if _, err := os.Stat(d); err == nil {
+			out = append(out, "directory "+d)
 		}
 	}
 	return out
