@@ -104,6 +104,14 @@ demo:
 demo-down:
 	hack/demo.sh down
 
+.PHONY: e2e
+# The agent as real pods (root; ~2 min once the kube binaries are built): 3 nodes with their
+# own kubelet and containerd (test/nodes), then each failover scenario (test/e2e).
+e2e:
+	@hack/install-deps.sh
+	hack/build-kube-binaries.sh nodes >/dev/null
+	$(GO) test -count=1 -p 1 -timeout 30m $(TEST_FLAGS) ./test/nodes/... ./test/e2e/...
+
 .PHONY: bench
 # Failover benchmark (root, ~20 min on 2 cores; brings up Keystone + Neutron for the controller
 # figures if they do not run): tables on stdout, test/bench/out/{results.json,timeline.png}.

@@ -4,6 +4,8 @@
 # envtest's BinaryAssetsDirectory expects. A second run builds nothing.
 #
 #   hack/build-kube-binaries.sh            prints the asset directory on stdout
+#   hack/build-kube-binaries.sh nodes      also kubelet, kube-controller-manager and
+#                                          kube-scheduler (the real nodes of test/nodes)
 #
 # Versions come from the environment (KUBE_VERSION, ETCD_VERSION); the defaults match
 # the k8s.io/api version in go.mod.
@@ -20,11 +22,13 @@ exec 9>"$ROOT/bin/.build.lock"
 flock 9
 log() { echo "build-kube-binaries: $*" >&2; }
 
-build_apiserver() {
-  [ -x "$OUT/kube-apiserver" ] && return 0
-  local d=$WORK/kube-apiserver-$KUBE_VERSION t0=$SECONDS gomod
+# build_kube CMD builds k8s.io/kubernetes/cmd/CMD at KUBE_VERSION into $OUT/CMD.
+build_kube() {
+  local cmd=$1
+  [ -x "$OUT/$cmd" ] && return 0
+  local d=$WORK/$cmd-$KUBE_VERSION t0=$SECONDS gomod
   rm -rf "$d"; mkdir -p "$d"; cd "$d"
-  go mod init local/build-kube-apiserver >/dev/null 2>&1
+  go mod init "local/build-$cmd" >/dev/null 2>&1
   # k8s.io/kubernetes replaces its staging modules with ./staging/...; a consumer has to
   # pin each of them to the matching published v0.X.Y instead.
   gomod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
@@ -32,14 +36,14 @@ build_apiserver() {
   grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/' "$gomod" | awk '{print $1}' | sort -u | while read -r m; do
     go mod edit -replace "$m=$m@$staging"
   done
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" >&2
+  go get "k8s.io/kubernetes/cmd/$cmd@$KUBE_VERSION" >&2
   local minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
   local pkg=k8s.io/component-base/version
-  CGO_ENABLED=0 go build -trimpath -o "$OUT/kube-apiserver.tmp" \
+  CGO_ENABLED=0 go build -trimpath -o "$OUT/$cmd.tmp" \
     -ldflags "-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean" \
-    k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
-  log "kube-apiserver $KUBE_VERSION built in $((SECONDS - t0))s"
+    "k8s.io/kubernetes/cmd/$cmd"
+  mv "$OUT/$cmd.tmp" "$OUT/$cmd"
+  log "$cmd $KUBE_VERSION built in $((SECONDS - t0))s"
 }
 
 build_etcd() {
@@ -66,7 +70,10 @@ GO
 }
 
 build_etcd
-build_apiserver
+build_kube kube-apiserver
+if [ "${1:-}" = nodes ]; then
+  for c in kubelet kube-controller-manager kube-scheduler; do build_kube "$c"; done
+fi
 # envtest also looks for kubectl in the asset directory; use the one on PATH if present.
 if [ ! -e "$OUT/kubectl" ] && command -v kubectl >/dev/null; then ln -sf "$(command -v kubectl)" "$OUT/kubectl"; fi
 echo "$OUT"

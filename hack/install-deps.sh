@@ -10,7 +10,8 @@
 set -euo pipefail
 
 ALL="python3-neutron python3-keystone uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
-iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates"
+iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates
+containerd runc containernetworking-plugins"
 pkgs=${*:-$ALL}
 
 missing=""

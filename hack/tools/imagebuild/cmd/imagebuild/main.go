@@ -1,0 +1,36 @@
+// imagebuild builds the controller, agent and sandbox images from the project's sources
+// without Docker or a registry and writes one docker-archive tarball per image, ready for
+// `ctr -n k8s.io images import`.
+//
+//	go run ./hack/tools/imagebuild/cmd/imagebuild -o .local/images -version dev
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gardener/gardener-extension-kube-vip/hack/tools/imagebuild"
+)
+
+func main() {
+	c := imagebuild.Config{}
+	flag.StringVar(&c.Root, "root", ".", "module root")
+	flag.StringVar(&c.Out, "o", ".local/images", "output directory")
+	flag.StringVar(&c.Registry, "registry", "localhost/kube-vip", "image reference prefix")
+	flag.StringVar(&c.Version, "version", "dev", "image tag and agent version")
+	flag.StringVar(&c.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the images (empty: none)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := imagebuild.BuildAll(ctx, c, imagebuild.Images); err != nil {
+		fmt.Fprintln(os.Stderr, "imagebuild:", err)
+		os.Exit(1)
+	}
+	for _, img := range imagebuild.Images {
+		fmt.Printf("%s %s\n", c.Ref(img), c.Tarball(img))
+	}
+}

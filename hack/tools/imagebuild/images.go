@@ -1,0 +1,102 @@
+package imagebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Image is one of the project's images: the binary it is built from and the stage that
+// describes it.
+type Image struct {
+	// Name is the short name: the binary, the tarball and the last part of the reference.
+	Name string
+	// Package is the Go package of the binary, relative to the module root.
+	Package string
+	// Dockerfile is the Dockerfile whose final stage describes the image, relative to the
+	// module root; empty for the pause image, whose stage is PauseStage.
+	Dockerfile string
+	// VersionFlag says whether the binary takes -X main.version (as Dockerfile.agent sets).
+	VersionFlag bool
+}
+
+// Images are the controller, the agent and the sandbox image.
+var Images = []Image{
+	{Name: "gardener-extension-kube-vip", Package: "./cmd/gardener-extension-kube-vip", Dockerfile: "Dockerfile.controller"},
+	{Name: "kube-vip-agent", Package: "./cmd/kube-vip-agent", Dockerfile: "Dockerfile.agent", VersionFlag: true},
+	{Name: "pause", Package: "./hack/tools/imagebuild/cmd/pause"},
+}
+
+// Config says where the project is, which version to stamp and where the output goes.
+type Config struct {
+	// Root is the module root.
+	Root string
+	// Out is the output directory: <name>.tar per image and bin/<name> per binary.
+	Out string
+	// Registry is the reference prefix, e.g. localhost/kube-vip.
+	Registry string
+	// Version is the image tag and the agent's main.version.
+	Version string
+	// CABundle is the host CA bundle put into every image; empty for none.
+	CABundle string
+}
+
+// Ref is the image reference of an image under the config.
+func (c Config) Ref(img Image) string {
+	return fmt.Sprintf("%s/%s:%s", c.Registry, img.Name, c.Version)
+}
+
+// Tarball is the path of an image's docker-archive under the config.
+func (c Config) Tarball(img Image) string {
+	return filepath.Join(c.Out, img.Name+".tar")
+}
+
+// Stage is the final stage an image is built from.
+func (c Config) Stage(img Image) (*Stage, error) {
+	if img.Dockerfile == "" {
+		return PauseStage(), nil
+	}
+	return ParseDockerfileFile(filepath.Join(c.Root, img.Dockerfile))
+}
+
+// BuildAll builds each image's binary the way its Dockerfile's builder stage does (static,
+// trimmed, stripped) and then the image tarball.
+func BuildAll(ctx context.Context, c Config, images []Image) error {
+	if err := os.MkdirAll(filepath.Join(c.Out, "bin"), 0o755); err != nil {
+		return err
+	}
+	for _, img := range images {
+		s, err := c.Stage(img)
+		if err != nil {
+			return err
+		}
+		bin := filepath.Join(c.Out, "bin", img.Name)
+		if err := goBuild(ctx, c, img, bin); err != nil {
+			return err
+		}
+		if len(s.Copies) != 1 {
+			return fmt.Errorf("%s: the final stage copies %d files; one binary is expected", img.Name, len(s.Copies))
+		}
+		o := Options{Tag: c.Ref(img), Files: map[string]string{s.Copies[0].Src: bin}, CABundle: c.CABundle}
+		if err := BuildFile(s, o, c.Tarball(img)); err != nil {
+			return fmt.Errorf("%s: %w", img.Name, err)
+		}
+	}
+	return nil
+}
+
+func goBuild(ctx context.Context, c Config, img Image, out string) error {
+	ldflags := "-s -w"
+	if img.VersionFlag {
+		ldflags += " -X main.version=" + c.Version
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, img.Package)
+	cmd.Dir = c.Root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", img.Package, err, b)
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package e2e runs the agent as the controller deploys it (agentrollout) on the real
+// cluster of test/nodes: kubelets and containerd in node namespaces, the DaemonSet
+// controller of kube-controller-manager. Each scenario is its own test; a client in its
+// own namespace connects to the VIP every 10 ms and the longest outage is checked against
+// the bounds that follow from the agent's documented timings (docs/agent.md).
+//
+// The tests need root, containerd and runc (hack/install-deps.sh) and run with
+// `make e2e`.
+package e2e

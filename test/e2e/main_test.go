@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
+)
+
+// cluster is shared by the scenarios; each leaves it with 3/3 agents Ready.
+var cluster *nodes.Cluster
+
+// Bounds on the client's longest outage, from the default timings (docs/agent.md).
+var (
+	defaults = timing.Defaults()
+	// A graceful handover (SIGTERM: pod deleted, rolled) releases the Lease after removing
+	// the VIP, and a follower takes it at once; if the release is lost, the Lease expires.
+	gracefulBound = defaults.LeaseDuration
+	// A crash leaves the VIP to its kernel lifetime (gone at the end of the term) and the
+	// Lease to expire: a follower takes over lease-duration after the last renewal.
+	crashBound = defaults.LeaseDuration + time.Second
+	// A dead local kube-apiserver: the gate closes after 3 failed probes, at most
+	// 3 × (250 ms + 500 ms), and the Lease cannot be renewed; followers take over at the
+	// latest at lease expiry plus one write.
+	apiserverBound = defaults.LeaseDuration + 3*750*time.Millisecond + time.Second
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		if framework.InCI() {
+			fmt.Fprintln(os.Stderr, "e2e: needs root")
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "e2e: skipped, needs root")
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	start := time.Now()
+	c, err := nodes.New(ctx, nodes.Options{Log: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: cluster:", err)
+		return 1
+	}
+	cluster = c
+	fmt.Fprintf(os.Stderr, "e2e: cluster up in %s\n", time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	if mem, err := c.Memory(); err == nil {
+		var total uint64
+		for _, b := range mem {
+			total += b
+		}
+		fmt.Fprintf(os.Stderr, "e2e: memory of the node namespaces at the end: %d MiB\n", total>>20)
+	}
+	if err := c.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: closing the cluster:", err)
+		code = 1
+	}
+	if left := c.Leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: left behind: %q\n", left)
+		code = 1
+	}
+	return code
+}
+
+func ctrlClient(t *testing.T) client.Client {
+	t.Helper()
+	cl, err := client.New(cluster.Net().Nodes()[0].RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func agentSpec(image string) agentrollout.Spec {
+	return agentrollout.Spec{Namespace: "kube-system", Image: image, VIP: cluster.Net().VIP().String(), Interface: "eth0"}
+}
+
+// deployed deploys the agent if it is not there and waits until all agents are Ready,
+// the rollout is complete and exactly one node holds the VIP, which it returns.
+func deployed(t *testing.T, ctx context.Context) *netns.Node {
+	t.Helper()
+	cl := ctrlClient(t)
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{agentrollout.LabelAppName: agentrollout.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		if err := agentrollout.New(cl).Deploy(ctx, agentSpec(cluster.ImageRef("kube-vip-agent"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitReady(t, ctx)
+	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}
+
+// waitReady waits until the DaemonSet is rolled out with every pod Ready.
+func waitReady(t *testing.T, ctx context.Context) {
+	t.Helper()
+	want := int32(len(cluster.Nodes()))
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ds, err := cluster.Client().AppsV1().DaemonSets("kube-system").Get(ctx, agentrollout.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not there yet
+		}
+		s := ds.Status
+		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
+			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
+	})
+	if err != nil {
+		t.Fatalf("agents not %d/%d Ready: %v", want, want, err)
+	}
+}
+
+// leaderPod is the agent pod on the node.
+func leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
+	t.Helper()
+	pods, err := cluster.Client().CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{
+		LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name,
+		FieldSelector: "spec.nodeName=" + node,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d agent pods on %s, want 1", len(pods.Items), node)
+	}
+	return &pods.Items[0]
+}
+
+// probe connects from the client namespace to the VIP's port 6443 every 10 ms for d.
+func probe(t *testing.T, ctx context.Context, d time.Duration) *netns.Prober {
+	t.Helper()
+	p, err := cluster.Net().Client().StartProber(ctx, netns.ProbeOptions{Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkOutage fails the test if an outage did not end or the longest exceeded bound.
+func checkOutage(t *testing.T, scenario string, res netns.ProbeResult, bound time.Duration) {
+	t.Helper()
+	for _, o := range res.Outages {
+		if o.Open() {
+			t.Errorf("%s: the VIP was still unreachable when probing ended (%d probes since %s: %s)", scenario, o.Failed, o.Start.Format(time.StampMilli), o.FirstError)
+		}
+	}
+	t.Logf("%s: longest outage %s (bound %s), %d outages, %d of %d probes failed", scenario, res.Longest().Round(time.Millisecond), bound, len(res.Outages), res.Failures, res.Probes)
+	if res.Longest() > bound {
+		t.Errorf("%s: longest outage %s exceeds the bound %s", scenario, res.Longest().Round(time.Millisecond), bound)
+	}
+}
+
+func nodeOf(n *netns.Node) *nodes.Node { return cluster.Node(n.Name()) }
