@@ -40,7 +40,8 @@ func (v *verificationRequests) take(uid types.UID) bool {
 }
 
 // verifyingReconciler wraps Gardener's SelfHostedShootExposure reconciler. Before it runs,
-// an explicit gardener.cloud/operation=reconcile is turned into a verification request
+// an explicit gardener.cloud/operation=reconcile on an unchanged spec is turned into a
+// verification request
 // for the actuator; after a successful reconciliation it requeues the exposure after the
 // verify interval, so that drift (a deleted port, a disassociated floating IP, a lost
 // pair) is found and repaired without waiting for an outside trigger.
@@ -55,7 +56,10 @@ func (r *verifyingReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.reader.Get(ctx, req.NamespacedName, exp); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if exp.Annotations[v1beta1constants.GardenerOperation] == v1beta1constants.GardenerOperationReconcile {
+	// gardenlet also sets the annotation when it changes the spec (e.g. the endpoints); only
+	// an annotation on an unchanged spec is an operator asking for a check, and an
+	// endpoints-only change keeps costing no OpenStack call.
+	if exp.Annotations[v1beta1constants.GardenerOperation] == v1beta1constants.GardenerOperationReconcile && exp.Generation == exp.Status.ObservedGeneration {
 		r.actuator.verifications.request(exp.UID)
 	}
 	result, err := r.inner.Reconcile(ctx, req)
