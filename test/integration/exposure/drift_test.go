@@ -36,7 +36,7 @@ func frontDoor(t *testing.T, ctx context.Context, e *sharedEnv) (*extensionsv1al
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.FloatingIPAddress == "" || status.VIPAddress == "" || status.Ingress != status.FloatingIPAddress {
+	if status.FloatingIPAddress == "" || status.VIPAddress == "" || got.Status.Ingress[0].IP != status.FloatingIPAddress {
 		t.Fatalf("incomplete front door: %+v", status)
 	}
 	return exp, nodes, status, identity
