@@ -32,10 +32,11 @@ import (
 )
 
 // DefaultVerifyInterval is how long the OpenStack resources of an unchanged exposure are
-// trusted before a reconciliation reads them back again. Changes of the inputs (provider
-// config, credentials, Infrastructure, port, control-plane Nodes) always reconcile at once;
-// the node tracker keeps the allowed address pairs in between.
-const DefaultVerifyInterval = time.Hour
+// trusted: a healthy exposure is requeued after it and then reads them back (port,
+// floating IP, node ports: three GETs, no write when nothing drifted). Changes of the
+// provider config, the Infrastructure or the control-plane Nodes reconcile at once, and
+// gardener.cloud/operation=reconcile verifies at once.
+const DefaultVerifyInterval = 5 * time.Minute
 
 // AgentDeployer rolls out the kube-vip-agent; agentrollout.Deployer implements it.
 type AgentDeployer interface {
@@ -69,7 +70,8 @@ type Actuator struct {
 	reader client.Reader
 	opts   ActuatorOptions
 
-	locks exposureLocks
+	locks         exposureLocks
+	verifications verificationRequests
 
 	mu       sync.Mutex
 	failures map[types.UID]int
@@ -111,29 +113,41 @@ func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	return ingress, a.finish(exp, err)
 }
 
+// reconcile is the whole flow, top-down: gather the inputs, then the VIP port, its
+// floating IP, the node ports' pairs, the agent, and the status. Policy (ownership, which
+// changes are accepted) lives in policy.go; deletion in delete.go.
 func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) ([]corev1.LoadBalancerIngress, error) {
 	status, err := DecodeStatus(exp)
 	if err != nil {
 		return nil, err
 	}
-	in, err := a.gatherInputs(ctx, exp, cluster)
+	// Gather: config, credentials, Infrastructure, control-plane Nodes. Everything is
+	// validated here, before the first side effect.
+	in, err := a.gatherInputs(ctx, exp, cluster, status)
 	if err != nil {
-		return ingressFromStatus(status), err
+		return ingress(ingressOf(status, false)), err
 	}
+	report := func(s *v1alpha1.ExposureStatus) []corev1.LoadBalancerIngress {
+		return ingress(ingressOf(s, in.config.InternalOnly))
+	}
+	if err := checkAddressChange(in.config, status); err != nil {
+		return report(status), err
+	}
+
 	hash := in.hash(a.opts.AgentImage)
 	now := a.opts.Clock.Now()
-
-	if status.InputsHash == hash && statusComplete(status, in.config) && status.VerifiedAt != nil && now.Sub(status.VerifiedAt.Time) < a.opts.VerifyInterval {
+	requested := a.verifications.take(exp.UID)
+	if !requested && status.InputsHash == hash && statusComplete(status, in.config) && status.VerifiedAt != nil && now.Sub(status.VerifiedAt.Time) < a.opts.VerifyInterval {
 		log.V(1).Info("Inputs unchanged and recently verified, no OpenStack call")
 		if err := a.deployAgent(ctx, exp, in, status); err != nil {
-			return ingressFromStatus(status), err
+			return report(status), err
 		}
-		return ingressFromStatus(status), a.patchStatus(ctx, exp, status)
+		return report(status), a.patchStatus(ctx, exp, status)
 	}
 
 	network, err := a.opts.ClientFactory.Network(ctx, in.auth)
 	if err != nil {
-		return ingressFromStatus(status), err
+		return report(status), err
 	}
 	desired, err := a.ensureOpenStack(ctx, log, network, in, status)
 	if desired != nil {
@@ -145,20 +159,24 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		if patchErr := a.patchStatus(ctx, exp, status); patchErr != nil {
 			log.Error(patchErr, "Could not record the partial status")
 		}
-		return ingressFromStatus(status), err
+		return report(status), err
 	}
 	status.InputsHash = hash
 	status.VerifiedAt = &metav1.Time{Time: now}
+	status.Ingress = ingressOf(status, in.config.InternalOnly)
 
 	if err := a.deployAgent(ctx, exp, in, status); err != nil {
 		_ = a.patchStatus(ctx, exp, status)
-		return ingressFromStatus(status), err
+		return report(status), err
 	}
-	return ingressFromStatus(status), a.patchStatus(ctx, exp, status)
+	return report(status), a.patchStatus(ctx, exp, status)
 }
 
 // gatherInputs resolves config, credentials, Infrastructure and control-plane Nodes.
-func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*inputs, error) {
+func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, status *v1alpha1.ExposureStatus) (*inputs, error) {
+	if p := exp.Spec.Port; p < 1 || p > 65535 {
+		return nil, configError("spec.port %d is not a TCP port (1-65535): set it to the port of the kube-apiserver", p)
+	}
 	raw, cfg, infra, source, err := a.resolveConfig(ctx, exp, cluster)
 	if err != nil {
 		return nil, err
@@ -171,8 +189,12 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	if err != nil {
 		return nil, err
 	}
+	identity := status.Identity
+	if identity == "" {
+		identity = clusterIdentity(exp, cluster)
+	}
 	return &inputs{
-		identity:   clusterIdentity(exp, cluster),
+		identity:   identity,
 		source:     source,
 		raw:        raw,
 		config:     cfg,
@@ -185,97 +207,49 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 }
 
 func statusComplete(s *v1alpha1.ExposureStatus, cfg *Config) bool {
-	if s.PortID == "" || s.VIPAddress == "" {
+	if s.PortID == "" || s.VIPAddress == "" || s.Ingress == "" {
 		return false
 	}
 	return cfg.InternalOnly || s.FloatingIPAddress != ""
 }
 
-func ingressFromStatus(s *v1alpha1.ExposureStatus) []corev1.LoadBalancerIngress {
-	switch {
-	case s == nil:
+func ingress(address string) []corev1.LoadBalancerIngress {
+	if address == "" {
 		return nil
-	case s.FloatingIPAddress != "":
-		return []corev1.LoadBalancerIngress{{IP: s.FloatingIPAddress}}
-	case s.VIPAddress != "" && s.FloatingIPID == "" && s.PortID != "":
-		return []corev1.LoadBalancerIngress{{IP: s.VIPAddress}}
 	}
-	return nil
+	return []corev1.LoadBalancerIngress{{IP: address}}
 }
 
-func vipPortSpec(in *inputs) openstack.VIPPortSpec {
+func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortSpec {
+	address := in.config.VIPAddress
+	if status.VIPAddress != "" {
+		// Once there is a VIP, a lost port comes back with the same address.
+		address = status.VIPAddress
+	}
 	return openstack.VIPPortSpec{
 		Name:        vipPortName(in.identity),
 		Description: ownerDescription(in.identity),
 		NetworkID:   in.config.NetworkID,
 		SubnetID:    in.config.SubnetID,
-		IPAddress:   in.config.VIPAddress,
+		IPAddress:   address,
 		Tags:        clusterTags(in.identity),
 	}
-}
-
-// vipPortName is the name of the cluster's VIP port.
-func vipPortName(identity string) string {
-	return "kube-vip-" + identity
-}
-
-// ownerDescription is the description of the VIP port and of the floating IPs this
-// extension creates. On floating IPs it is the mark of ownership: only a floating IP with
-// exactly this description is ever deleted; others (pre-allocated by the user) are only
-// disassociated. Neutron stores the description with the create request, at no extra call.
-func ownerDescription(identity string) string {
-	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", identity)
-}
-
-// ownedFloatingIP tells whether this extension created the floating IP for the cluster.
-func ownedFloatingIP(fip *floatingips.FloatingIP, identity string) bool {
-	return fip.Description == ownerDescription(identity)
-}
-
-func clusterTags(identity string) []string {
-	return []string{openstack.TagExtension, openstack.ClusterTag(identity)}
 }
 
 // ensureOpenStack brings the VIP port, floating IP and node pairs to the desired state and
 // returns the new status. It returns the status reached so far together with an error.
 func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
 	cfg := in.config
-	fldPath := configPath(in.source)
-
-	subnet := SubnetFacts{NetworkID: cfg.SubnetNetworkID, CIDR: cfg.SubnetCIDR}
-	if cfg.SubnetID != "" && cfg.SubnetCIDR == "" {
-		s, err := network.GetSubnet(ctx, cfg.SubnetID)
-		if err != nil {
-			if openstack.IsNotFound(err) {
-				return nil, configError("subnet %s does not exist: fix subnetID in the provider config or the Infrastructure", cfg.SubnetID)
-			}
-			return nil, err
-		}
-		subnet = SubnetFacts{NetworkID: s.NetworkID, CIDR: s.CIDR}
+	if err := a.validateAgainstNeutron(ctx, network, in); err != nil {
+		return nil, err
 	}
-	if errs := ValidateResolved(cfg, subnet, fldPath); len(errs) > 0 {
-		return nil, configError("fix the provider config: %w", errs.ToAggregate())
-	}
-
 	status := old.DeepCopy()
+	status.Identity = in.identity
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
-	port, created, err := network.GetOrCreateVIPPort(ctx, vipPortSpec(in))
+	port, created, err := a.ensurePort(ctx, log, network, in, status)
 	if err != nil {
 		return status, err
-	}
-	if created {
-		log.Info("Created the VIP port", "port", port.ID)
-	}
-	// Recorded before the tagging, so that a failed tagging does not lose the port.
-	status.PortID = port.ID
-	status.VIPAddress = openstack.PortAddress(port, cfg.SubnetID)
-	if !openstack.HasAllTags(port.Tags, clusterTags(in.identity)) {
-		// Neutron without the tag_ports_during_bulk_creation extension driver ignores tags in
-		// the create request; a port found untagged is re-tagged.
-		if err := network.ReplacePortTags(ctx, port.ID, clusterTags(in.identity)); err != nil {
-			return status, err
-		}
 	}
 
 	// The floating IP and the node pairs are independent of each other: do them at once.
@@ -295,144 +269,264 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	return status, errors.Join(fipErr, pairsErr)
 }
 
-// ensureFloatingIP allocates, adopts or releases the floating IP of the VIP port and
-// records it in status.
+// validateAgainstNeutron checks what only Neutron knows (subnet membership and range)
+// before anything is created.
+func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstack.Network, in *inputs) error {
+	cfg := in.config
+	subnet := SubnetFacts{NetworkID: cfg.SubnetNetworkID, CIDR: cfg.SubnetCIDR}
+	if cfg.SubnetID != "" && cfg.SubnetCIDR == "" {
+		s, err := network.GetSubnet(ctx, cfg.SubnetID)
+		if err != nil {
+			if openstack.IsNotFound(err) {
+				return configError("subnet %s does not exist: fix subnetID in the provider config or the Infrastructure", cfg.SubnetID)
+			}
+			return err
+		}
+		subnet = SubnetFacts{NetworkID: s.NetworkID, CIDR: s.CIDR}
+	}
+	errs := ValidateResolved(cfg, subnet, configPath(in.source))
+	if len(errs) == 0 {
+		return nil
+	}
+	if cfg.NetworkID != "" && subnet.NetworkID != "" && subnet.NetworkID != cfg.NetworkID {
+		// Tell a network that does not exist from a subnet in another network.
+		if _, err := network.GetNetwork(ctx, cfg.NetworkID); openstack.IsNotFound(err) {
+			return configError("network %s does not exist: fix networkID in the provider config or the Infrastructure", cfg.NetworkID)
+		}
+	}
+	return configError("fix the provider config: %w", errs.ToAggregate())
+}
+
+// ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
+// found by name and tags, else a new one. A port lost out of band comes back with the
+// recorded VIP, so the address never changes.
+func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
+	if status.PortID != "" {
+		port, err := network.GetPort(ctx, status.PortID)
+		switch {
+		case err == nil:
+			if err := checkRecordedPort(port, status, in.config.NetworkID); err != nil {
+				return nil, false, err
+			}
+			return port, false, a.ensurePortTags(ctx, log, network, in, port)
+		case !openstack.IsNotFound(err):
+			return nil, false, err
+		}
+		log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
+	}
+	port, created, err := network.GetOrCreateVIPPort(ctx, vipPortSpec(in, status))
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, in.config.SubnetID))
+	}
+	// Recorded before the tagging, so that a failed tagging does not lose the port.
+	status.PortID = port.ID
+	status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+	return port, created, a.ensurePortTags(ctx, log, network, in, port)
+}
+
+// ensurePortTags puts the cluster's tags on the port. Neutron without the
+// tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
+// tags may have been edited out of band.
+func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port) error {
+	if openstack.HasAllTags(port.Tags, clusterTags(in.identity)) {
+		return nil
+	}
+	tags := withClusterTags(port.Tags, in.identity)
+	if len(port.Tags) > 0 {
+		log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
+	}
+	if err := network.ReplacePortTags(ctx, port.ID, tags); err != nil {
+		return err
+	}
+	port.Tags = tags
+	return nil
+}
+
+// ensureFloatingIP keeps, adopts, re-associates or (only when the exposure has none yet)
+// allocates the floating IP of the VIP port and records it in status. It never releases
+// one: a change of address is refused by checkAddressChange before this runs.
 func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
 	cfg := in.config
-	// release deletes a floating IP only when the extension created it (a status written by
-	// an older version may record a floating IP it found on the port as its own).
-	release := func(id string, adopted bool) error {
-		if !adopted {
-			fip, err := network.GetFloatingIP(ctx, id)
-			if openstack.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if ownedFloatingIP(fip, in.identity) {
-				return network.DeleteFloatingIP(ctx, id)
-			}
-		}
-		return network.DisassociateFloatingIP(ctx, id)
-	}
-
 	if cfg.InternalOnly {
-		if status.FloatingIPID != "" {
-			log.Info("Releasing the floating IP, the exposure is internal only now", "floatingIP", status.FloatingIPAddress)
-			if err := release(status.FloatingIPID, status.FloatingIPAdopted); err != nil {
-				return err
-			}
-		}
-		status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = "", "", false
 		return nil
 	}
-
-	// A previously used floating IP that no longer fits the config goes first.
-	if status.FloatingIPID != "" && (status.FloatingIPAdopted != (cfg.FloatingIP != "") || (cfg.FloatingIP != "" && cfg.FloatingIP != status.FloatingIPAddress)) {
-		log.Info("Releasing the floating IP that no longer matches the provider config", "floatingIP", status.FloatingIPAddress)
-		if err := release(status.FloatingIPID, status.FloatingIPAdopted); err != nil {
-			return err
-		}
-		status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = "", "", false
+	if status.FloatingIPID != "" {
+		return a.keepFloatingIP(ctx, log, network, in, port, status)
 	}
-
-	floatingNetworkID := cfg.FloatingNetworkID
 	if cfg.FloatingIP != "" {
-		fip, err := network.FindFloatingIPByAddress(ctx, cfg.FloatingIP)
+		return a.adoptFloatingIP(ctx, log, network, cfg.FloatingIP, port, status)
+	}
+	fip, err := a.findOwnedFloatingIP(ctx, log, network, in, port, portCreated)
+	if err != nil {
+		return err
+	}
+	if fip == nil {
+		floatingNetworkID, err := floatingNetwork(ctx, network, cfg)
 		if err != nil {
 			return err
 		}
-		if fip.PortID != port.ID {
-			if fip.PortID != "" {
-				return v1beta1helper.NewErrorWithCodes(
-					fmt.Errorf("floating IP %s is associated with port %s: disassociate it or choose another floatingIP", cfg.FloatingIP, fip.PortID),
-					gardencorev1beta1.ErrorInfraDependencies)
-			}
-			if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
-				return err
-			}
-			log.Info("Adopted the floating IP", "floatingIP", fip.FloatingIP)
+		if fip, err = network.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
+			FloatingNetworkID: floatingNetworkID,
+			PortID:            port.ID,
+			FixedIP:           status.VIPAddress,
+			Description:       ownerDescription(in.identity),
+		}); err != nil {
+			return err
 		}
-		status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, true
-		return nil
+		log.Info("Created the floating IP", "floatingIP", fip.FloatingIP)
+	} else if fip.PortID != port.ID {
+		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+			return err
+		}
+		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+	} else if err := checkFloatingPool(ctx, network, cfg, fip); err != nil {
+		return err
 	}
+	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, false
+	return nil
+}
 
-	if !portCreated {
-		existing, err := network.FloatingIPsOfPort(ctx, port.ID)
-		if err != nil {
-			return err
-		}
-		if fip := pickFloatingIP(existing, in.identity, status.FloatingIPID); fip != nil {
-			if err := checkFloatingPool(ctx, network, cfg, fip); err != nil {
-				return err
-			}
-			status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, false
-			return nil
-		}
-		// A floating IP on the VIP port that this extension did not create and the config
-		// does not name is not ours to keep or to delete: it is only disassociated.
-		for _, fip := range existing {
-			log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
-			if err := network.DisassociateFloatingIP(ctx, fip.ID); err != nil {
-				return err
-			}
-		}
+// keepFloatingIP keeps the recorded floating IP on the VIP port: it re-associates it when
+// it was disassociated (e.g. with a lost port) and allocates the same address again when
+// it was deleted out of band; it never takes another address.
+func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+	fip, err := network.GetFloatingIP(ctx, status.FloatingIPID)
+	switch {
+	case openstack.IsNotFound(err):
+		return a.reallocateFloatingIP(ctx, log, network, in, port, status)
+	case err != nil:
+		return err
 	}
-	if floatingNetworkID == "" {
-		id, err := network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
-		if err != nil {
+	if in.config.FloatingIP == fip.FloatingIP {
+		// Pinning the current address makes it the user's: it then outlives the exposure.
+		status.FloatingIPAdopted = true
+	}
+	switch fip.PortID {
+	case port.ID:
+		if !status.FloatingIPAdopted {
+			if err := checkFloatingPool(ctx, network, in.config, fip); err != nil {
+				return err
+			}
+		}
+	case "":
+		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 			return err
 		}
-		floatingNetworkID = id
+		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+	default:
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was associated with port %s outside of the extension: disassociate it so that it points at the VIP port %s again",
+			fip.FloatingIP, fip.PortID, port.ID), gardencorev1beta1.ErrorInfraDependencies)
+	}
+	status.FloatingIPAddress = fip.FloatingIP
+	return nil
+}
+
+// reallocateFloatingIP asks Neutron for the recorded address again after the floating IP
+// was deleted out of band. If the address is gone (taken, or the policy forbids choosing
+// it), the exposure says so rather than publishing a new address that DNS will not follow.
+func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+	if status.FloatingIPAdopted {
+		return configError("the floating IP %s named in floatingIP was deleted: allocate it again in the project", status.FloatingIPAddress)
+	}
+	floatingNetworkID, err := floatingNetwork(ctx, network, in.config)
+	if err != nil {
+		return err
 	}
 	fip, err := network.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
 		FloatingNetworkID: floatingNetworkID,
 		PortID:            port.ID,
 		FixedIP:           status.VIPAddress,
 		Description:       ownerDescription(in.identity),
+		Address:           status.FloatingIPAddress,
 	})
 	if err != nil {
-		return err
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension, and allocating the same address again failed (%w): "+
+			"allocate %s in the project with the description %q, or ask a cloud admin to",
+			status.FloatingIPAddress, err, status.FloatingIPAddress, ownerDescription(in.identity)), gardencorev1beta1.ErrorInfraDependencies)
 	}
-	log.Info("Created the floating IP", "floatingIP", fip.FloatingIP)
-	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, false
+	log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
+	status.FloatingIPID = fip.ID
 	return nil
 }
 
-// pickFloatingIP returns the floating IP this extension created for the cluster, preferring
-// preferID, or nil.
-func pickFloatingIP(list []floatingips.FloatingIP, identity, preferID string) *floatingips.FloatingIP {
-	var found *floatingips.FloatingIP
-	for i := range list {
-		if !ownedFloatingIP(&list[i], identity) {
-			continue
+// adoptFloatingIP associates the pre-allocated floating IP named in the provider config.
+func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, address string, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+	fip, err := network.FindFloatingIPByAddress(ctx, address)
+	if err != nil {
+		return err
+	}
+	if fip.PortID != port.ID {
+		if fip.PortID != "" {
+			return v1beta1helper.NewErrorWithCodes(
+				fmt.Errorf("floating IP %s is associated with port %s: disassociate it or choose another floatingIP", address, fip.PortID),
+				gardencorev1beta1.ErrorInfraDependencies)
 		}
-		if list[i].ID == preferID {
-			return &list[i]
+		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+			return err
 		}
-		if found == nil {
-			found = &list[i]
+		log.Info("Adopted the floating IP", "floatingIP", fip.FloatingIP)
+	}
+	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, true
+	return nil
+}
+
+// findOwnedFloatingIP returns a floating IP this extension created for the cluster: one on
+// the VIP port, else one anywhere in the project with the owner mark (e.g. left
+// unassociated by a lost port and a lost status), so that a second one is never
+// allocated. Floating IPs on the VIP port without the mark are disassociated.
+func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
+	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: ownerDescription(in.identity)})
+	if err != nil {
+		return nil, err
+	}
+	var free *floatingips.FloatingIP
+	for i := range owned {
+		switch owned[i].PortID {
+		case port.ID:
+			return &owned[i], nil
+		case "":
+			if free == nil {
+				free = &owned[i]
+			}
 		}
 	}
-	return found
+	if !portCreated {
+		foreign, err := network.FloatingIPsOfPort(ctx, port.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, fip := range foreign {
+			log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
+			if err := network.DisassociateFloatingIP(ctx, fip.ID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return free, nil
+}
+
+// floatingNetwork returns the ID of the configured floating pool.
+func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Config) (string, error) {
+	if cfg.FloatingNetworkID != "" {
+		return cfg.FloatingNetworkID, nil
+	}
+	return network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
 }
 
 // checkFloatingPool rejects a floating pool change while the extension's floating IP
 // exists: a new pool means a new address for the kube-apiserver, which clients and
 // kubeconfigs of the self-hosted shoot know; the pool is immutable like the VIP.
 func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP) error {
-	want := cfg.FloatingNetworkID
-	if want == "" {
-		id, err := network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
-		if err != nil {
-			return err
-		}
-		want = id
+	want, err := floatingNetwork(ctx, network, cfg)
+	if err != nil {
+		return err
 	}
 	if fip.FloatingNetworkID != want {
 		return configError("the floating IP %s of the exposure is from network %s, not from the configured floating pool %q (%s): "+
-			"the floating pool cannot change while the floating IP exists; restore floatingPoolName/floatingNetworkID, or delete and recreate the exposure",
+			"the floating pool cannot change while the floating IP exists; restore floatingPoolName/floatingNetworkID, or create a new exposure",
 			fip.FloatingIP, fip.FloatingNetworkID, cfg.FloatingPoolName, want)
 	}
 	return nil

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gardener/gardener/extensions/pkg/controller/selfhostedshootexposure"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	predicateutils "github.com/gardener/gardener/pkg/controllerutils/predicate"
 )
 
 // DefaultType is the extension type of the SelfHostedShootExposures this controller handles.
@@ -38,11 +41,17 @@ func AddToManager(_ context.Context, mgr manager.Manager, opts AddOptions) error
 	if opts.Type == "" {
 		opts.Type = DefaultType
 	}
-	return selfhostedshootexposure.Add(mgr, selfhostedshootexposure.AddArgs{
-		Actuator:          opts.Actuator,
-		ControllerOptions: opts.Controller,
-		Predicates:        selfhostedshootexposure.DefaultPredicates(opts.IgnoreOperationAnnotation),
-		Type:              opts.Type,
-		ExtensionClasses:  opts.ExtensionClasses,
-	})
+	// As selfhostedshootexposure.Add, with Gardener's reconciler wrapped so that an explicit
+	// reconcile verifies OpenStack and a healthy exposure is re-verified periodically.
+	predicates := predicateutils.AddTypeAndClassPredicates(
+		selfhostedshootexposure.DefaultPredicates(opts.IgnoreOperationAnnotation), opts.ExtensionClasses, opts.Type)
+	return builder.ControllerManagedBy(mgr).
+		Named(selfhostedshootexposure.ControllerName).
+		WithOptions(opts.Controller).
+		Watches(&extensionsv1alpha1.SelfHostedShootExposure{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicates...)).
+		Complete(&verifyingReconciler{
+			inner:    selfhostedshootexposure.NewReconciler(mgr, opts.Actuator),
+			reader:   mgr.GetClient(),
+			actuator: opts.Actuator,
+		})
 }

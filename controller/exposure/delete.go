@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -58,15 +59,28 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 	if err != nil {
 		status = &v1alpha1.ExposureStatus{}
 	}
+	recorded := status.PortID != "" || status.VIPAddress != "" || status.FloatingIPID != ""
 	auth, _, err := a.resolveAuth(ctx, exp, cluster)
-	if err != nil {
-		return err
+	if err == nil {
+		var network *openstack.Network
+		if network, err = a.opts.ClientFactory.Network(ctx, auth); err == nil {
+			return a.cleanupOpenStack(ctx, log, exp, cluster, network, status, bestEffort)
+		}
 	}
-	network, err := a.opts.ClientFactory.Network(ctx, auth)
-	if err != nil {
-		return err
+	if !recorded && !openstack.IsTransient(err) {
+		// Nothing was ever recorded, and the credentials do not work (or are missing):
+		// nothing can have been created with them, so there is nothing to clean up.
+		log.Info("Deleting without OpenStack cleanup: the status records no OpenStack resource and the credentials do not work", "reason", err.Error())
+		return nil
 	}
-	identity := clusterIdentity(exp, cluster)
+	return err
+}
+
+func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network *openstack.Network, status *v1alpha1.ExposureStatus, bestEffort bool) error {
+	identity := status.Identity
+	if identity == "" {
+		identity = clusterIdentity(exp, cluster)
+	}
 
 	vipPorts, err := a.findVIPPorts(ctx, network, identity, status)
 	if err != nil {
@@ -106,8 +120,16 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 			// The port holds the VIP as its fixed IP, so a VIP pair anywhere in the network
 			// is this extension's.
 			all := func(*ports.Port) bool { return true }
-			if !keepGoing(a.removePairs(ctx, log, network, pairRemoval{networkID: port.NetworkID, vip: vip, vipPortID: port.ID, accept: all})) {
-				return done()
+			if err := a.removePairs(ctx, log, network, pairRemoval{networkID: port.NetworkID, vip: vip, vipPortID: port.ID, accept: all}); err != nil {
+				// Never free the VIP while pairs for it remain: Neutron would hand the
+				// address to the next port, and the control-plane nodes could then answer
+				// for it. Also a forced deletion keeps (orphans) the port then.
+				errs = append(errs, err)
+				log.Error(err, "Keeping the VIP port: the VIP is still an allowed address pair of node ports", "port", port.ID, "vip", vip)
+				if !bestEffort {
+					return done()
+				}
+				continue
 			}
 		}
 		fips, err := network.FloatingIPsOfPort(ctx, port.ID)
@@ -147,11 +169,36 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 		// The port is gone already, its floating IP may remain.
 		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, identity))
 	}
+	// Every floating IP with the cluster's owner mark goes, also one that no port or status
+	// names any more (e.g. left behind by a lost port).
+	if len(errs) == 0 || bestEffort {
+		keepGoing(a.deleteMarkedFloatingIPs(ctx, log, network, identity, status))
+	}
 	if len(errs) == 0 {
 		status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
 		clearFloatingIP(status)
 	}
 	return done()
+}
+
+// deleteMarkedFloatingIPs deletes the floating IPs that carry the cluster's owner mark,
+// except the one the user pinned (adopted), which is only disassociated.
+func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network *openstack.Network, identity string, status *v1alpha1.ExposureStatus) error {
+	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: ownerDescription(identity)})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, fip := range marked {
+		if status.FloatingIPAdopted && fip.ID == status.FloatingIPID {
+			continue
+		}
+		log.Info("Deleting a floating IP with the cluster's owner mark", "floatingIP", fip.FloatingIP)
+		if err := network.DeleteFloatingIP(ctx, fip.ID); err != nil && !openstack.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func clearFloatingIP(status *v1alpha1.ExposureStatus) {

@@ -2,33 +2,68 @@ package exposure
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-func TestPickFloatingIPOnlyOwned(t *testing.T) {
-	const id = "shoot--p--c"
-	user := floatingips.FloatingIP{ID: "user", FloatingIP: "198.19.0.10", Description: "pre-allocated by the user"}
-	other := floatingips.FloatingIP{ID: "other", FloatingIP: "198.19.0.11", Description: ownerDescription("shoot--p--other")}
-	ours1 := floatingips.FloatingIP{ID: "ours1", FloatingIP: "198.19.0.12", Description: ownerDescription(id)}
-	ours2 := floatingips.FloatingIP{ID: "ours2", FloatingIP: "198.19.0.13", Description: ownerDescription(id)}
+func TestAddressChangesAreRefused(t *testing.T) {
+	public := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", PortID: "p", FloatingIPID: "f", FloatingIPAddress: "198.19.0.5", Ingress: "198.19.0.5"}
+	internal := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", PortID: "p", Ingress: "198.18.0.10"}
+	fresh := &v1alpha1.ExposureStatus{}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		status  *v1alpha1.ExposureStatus
+		refused bool
+	}{
+		{"nothing published yet, anything goes", Config{InternalOnly: true, FloatingIP: "198.19.0.9"}, fresh, false},
+		{"unchanged public", Config{}, public, false},
+		{"pinning the current floating IP", Config{FloatingIP: "198.19.0.5"}, public, false},
+		{"another floating IP", Config{FloatingIP: "198.19.0.6"}, public, true},
+		{"public to internal", Config{InternalOnly: true}, public, true},
+		{"internal to public", Config{}, internal, true},
+		{"unchanged internal", Config{InternalOnly: true}, internal, false},
+		{"another VIP", Config{VIPAddress: "198.18.0.11"}, public, true},
+		{"the same VIP", Config{VIPAddress: "198.18.0.10"}, public, false},
+	} {
+		err := checkAddressChange(&tc.cfg, tc.status)
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: error %v, want refused=%v", tc.name, err, tc.refused)
+		}
+	}
+}
 
-	if got := pickFloatingIP([]floatingips.FloatingIP{user, other}, id, "user"); got != nil {
-		t.Errorf("picked %s, a floating IP the extension did not create for this cluster", got.ID)
+func TestIngressNeverShowsThePrivateVIPOfAPublicExposure(t *testing.T) {
+	// A public exposure whose floating IP is not allocated yet (e.g. quota) reports nothing.
+	s := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", PortID: "p"}
+	if got := ingressOf(s, false); got != "" {
+		t.Errorf("public exposure without a floating IP reports %q, want nothing", got)
 	}
-	if got := pickFloatingIP([]floatingips.FloatingIP{user, ours1, ours2}, id, ""); got == nil || got.ID != "ours1" {
-		t.Errorf("picked %v, want ours1", got)
+	if got := ingressOf(s, true); got != "198.18.0.10" {
+		t.Errorf("internal exposure reports %q, want its VIP", got)
 	}
-	if got := pickFloatingIP([]floatingips.FloatingIP{user, ours1, ours2}, id, "ours2"); got == nil || got.ID != "ours2" {
-		t.Errorf("picked %v, want the preferred ours2", got)
+	s.Ingress = "198.19.0.5"
+	if got := ingressOf(s, false); got != "198.19.0.5" {
+		t.Errorf("once published, the ingress is %q, want the recorded 198.19.0.5", got)
+	}
+}
+
+func TestWithClusterTagsKeepsOthersAndDropsForeignClusterTags(t *testing.T) {
+	got := withClusterTags([]string{"team=a", openstack.ClusterTag("someone-else")}, "c1")
+	want := []string{openstack.TagExtension, openstack.ClusterTag("c1"), "team=a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tags %v, want %v", got, want)
 	}
 }
 

@@ -76,14 +76,32 @@ func (n *Network) FindExternalNetworkByName(ctx context.Context, name string) (s
 	}
 }
 
+// externalListOpts adds router:external to networks.ListOpts. gophercloud's query builder
+// does not descend into an embedded struct, so the embedded options are rendered by their
+// own ToNetworkListQuery and the external filter is appended.
 type externalListOpts struct {
 	networks.ListOpts
 	External *bool `q:"router:external"`
 }
 
 func (o externalListOpts) ToNetworkListQuery() (string, error) {
-	q, err := gophercloud.BuildQueryString(o)
-	return q.String(), err
+	base, err := o.ListOpts.ToNetworkListQuery()
+	if err != nil {
+		return "", err
+	}
+	ext, err := gophercloud.BuildQueryString(struct {
+		External *bool `q:"router:external"`
+	}{o.External})
+	if err != nil {
+		return "", err
+	}
+	if base == "" {
+		return ext.String(), nil
+	}
+	if ext.RawQuery == "" {
+		return base, nil
+	}
+	return base + "&" + ext.RawQuery, nil
 }
 
 // GetSubnet reads a subnet.
@@ -278,6 +296,8 @@ type FloatingIPSpec struct {
 	PortID            string
 	FixedIP           string
 	Description       string
+	// Address asks for this floating IP address; empty lets Neutron pick one.
+	Address string
 }
 
 // CreateFloatingIP allocates a floating IP from the pool, associated with the port in the
@@ -287,6 +307,7 @@ func (n *Network) CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*f
 		FloatingNetworkID: spec.FloatingNetworkID,
 		PortID:            spec.PortID,
 		FixedIP:           spec.FixedIP,
+		FloatingIP:        spec.Address,
 		Description:       spec.Description,
 	}).Extract()
 	if err != nil {

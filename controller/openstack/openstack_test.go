@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -192,5 +193,16 @@ func TestIsVIPPortCandidate(t *testing.T) {
 		if got := IsVIPPortCandidate(&tc.port, tags); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestExternalNetworkQueryKeepsTheName(t *testing.T) {
+	external := true
+	q, err := externalListOpts{ListOpts: networks.ListOpts{Name: "pool-b"}, External: &external}.ToNetworkListQuery()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(q, "name=pool-b") || !strings.Contains(q, "router%3Aexternal=true") && !strings.Contains(q, "router:external=true") {
+		t.Errorf("query %q, want both the name and router:external", q)
 	}
 }

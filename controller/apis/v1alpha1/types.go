@@ -102,6 +102,16 @@ type HealthCheck struct {
 type ExposureStatus struct {
 	metav1.TypeMeta `json:",inline"`
 
+	// Identity names the cluster on the OpenStack resources (port name, tags, floating IP
+	// description). It is derived once, at the first creation, and reused from here after,
+	// so that a later change of the inputs it is derived from never orphans the resources.
+	// +optional
+	Identity string `json:"identity,omitempty"`
+	// Ingress is the front-door address first reported in status.ingress (the floating IP,
+	// or the VIP of an internal-only exposure). Gardener copies it into DNS once, so it
+	// never changes for the life of the exposure: changes that would move it are refused.
+	// +optional
+	Ingress string `json:"ingress,omitempty"`
 	// NetworkID is the network of the virtual IP port.
 	NetworkID string `json:"networkID,omitempty"`
 	// SubnetID is the subnet of the virtual IP.
