@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("parse: %v", err)
 	}
 	ext := opts.Extension.Completed()
-	if ext.Type != "kube-vip" || ext.VerifyInterval != time.Hour || ext.AgentImage != "registry.example/kube-vip-agent:v1" {
+	if ext.Type != "kube-vip" || ext.VerifyInterval != 5*time.Minute || ext.AgentImage != "registry.example/kube-vip-agent:v1" {
 		t.Errorf("extension config = %+v", ext)
 	}
 	if got := opts.Exposure.Completed().MaxConcurrentReconciles; got != 5 {

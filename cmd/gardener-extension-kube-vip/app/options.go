@@ -34,8 +34,9 @@ type ExtensionOptions struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
-	// VerifyInterval: an endpoints-only or unchanged reconciliation re-reads OpenStack only
-	// when the last verification is older than this.
+	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
+	// resources back (repairing drift); in between, an endpoints-only or unchanged
+	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
 
 	config *ExtensionConfig
@@ -47,8 +48,9 @@ type ExtensionConfig struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
-	// VerifyInterval: an endpoints-only or unchanged reconciliation re-reads OpenStack only
-	// when the last verification is older than this.
+	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
+	// resources back (repairing drift); in between, an endpoints-only or unchanged
+	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
 }
 
@@ -56,7 +58,7 @@ type ExtensionConfig struct {
 func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
-	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "An endpoints-only or unchanged reconciliation of an exposure re-reads (and repairs) its OpenStack resources only when the last verification is older than this. Nothing requeues a healthy exposure by itself.")
+	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 }
 
 // Complete implements controllercmd.Completer.
