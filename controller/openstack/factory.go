@@ -193,7 +193,6 @@ func (f *CachingClientFactory) Forget(auth AuthConfig) {
 	delete(f.clients, auth.key())
 }
 
-
 func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig) (*Network, error) {
 	c := auth.Credentials
 	base := http.DefaultTransport.(*http.Transport).Clone()
