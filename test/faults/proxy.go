@@ -42,9 +42,13 @@ const (
 	// same collection (a list) was answered, and forwards it only then: the call commits
 	// after the client's retry has looked for its result (review M1).
 	LateCommit Kind = "late-commit"
-	// Crash calls the proxy's crash hook (which kills the client process) and then resets
-	// the connection; until Resume, every further call is reset as well.
+	// Crash calls the proxy's crash hook (which kills the client process) before the call
+	// reaches Neutron and then resets the connection; until Resume, every further call is
+	// reset as well.
 	Crash Kind = "crash"
+	// CrashAfter forwards the call, so that Neutron executes it, and then crashes like
+	// Crash before the client sees the response.
+	CrashAfter Kind = "crash-after"
 )
 
 // Kinds are the faults that a client must survive with a retry (Crash and LateCommit
@@ -246,7 +250,7 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			}
 		}
 		onCrash := p.onCrash
-		if fault == Crash {
+		if fault == Crash || fault == CrashAfter {
 			p.crashed = true
 		}
 		p.mu.Unlock()
@@ -257,7 +261,10 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		case crashed:
 			resetConnection(w)
 			call.Fault = Crash
-		case fault == Crash:
+		case fault == Crash || fault == CrashAfter:
+			if fault == CrashAfter {
+				rp.ServeHTTP(discardWriter{header: http.Header{}}, r)
+			}
 			if onCrash != nil {
 				onCrash()
 			}
