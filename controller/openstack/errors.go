@@ -70,6 +70,13 @@ func IsTransient(err error) bool {
 	return errors.As(err, &e) && e.Transient
 }
 
+// IsPortSecurityDisabled tells whether Neutron refused an allowed address pair because the
+// port has port security disabled.
+func IsPortSecurityDisabled(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Type == "AddressPairAndPortSecurityRequired"
+}
+
 // NewConfigurationError marks err as a configuration problem the operator must fix.
 func NewConfigurationError(err error) error {
 	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
