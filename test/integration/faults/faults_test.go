@@ -68,11 +68,11 @@ func lifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) (calls
 	if at == phaseUpdate {
 		arm(phaseUpdate)
 		e.setControlPlane(t, ctx, true)
-		ob.poll(ctx, "the node tracker to record three node ports", func(x *extensionsv1alpha1.SelfHostedShootExposure, err error) bool {
-			if err != nil || x.Status.ProviderStatus == nil {
+		ob.poll(ctx, "the node tracker to put the pair on three node ports", func(x *extensionsv1alpha1.SelfHostedShootExposure, err error) bool {
+			if err != nil || x.Status.ProviderStatus == nil || strings.Count(string(x.Status.ProviderStatus.Raw), `"portID"`) < 4 { // VIP port + 3 node ports
 				return false
 			}
-			return strings.Count(string(x.Status.ProviderStatus.Raw), `"portID"`) >= 4 // VIP port + 3 node ports
+			return len(pairHolders(t, ctx, e, vip)) == 3
 		})
 		disarm(phaseUpdate)
 		assertExact(t, ctx, e, identity, 3)
