@@ -64,6 +64,9 @@ type Call struct {
 	Class string
 	// Status is the HTTP status returned to the client; 0 when the connection was closed.
 	Status int
+	// Upstream is the HTTP status Neutron returned for a call whose response the client
+	// never saw (ResponseLost, LateCommit, CrashAfter); 0 otherwise.
+	Upstream int
 	// Fault is the fault injected, if any.
 	Fault Kind
 	// Mutating tells whether the call counts for Fault.Index.
@@ -263,7 +266,7 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			call.Fault = Crash
 		case fault == Crash || fault == CrashAfter:
 			if fault == CrashAfter {
-				rp.ServeHTTP(discardWriter{header: http.Header{}}, r)
+				call.Upstream = forward(rp, r)
 			}
 			if onCrash != nil {
 				onCrash()
@@ -278,7 +281,7 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		case fault == Reset:
 			resetConnection(w)
 		case fault == ResponseLost:
-			rp.ServeHTTP(discardWriter{header: http.Header{}}, r)
+			call.Upstream = forward(rp, r)
 			resetConnection(w)
 		case fault == Stall:
 			<-r.Context().Done()
@@ -288,7 +291,7 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			p.waitForList(collection(call.Class), 2*time.Minute)
 			late := r.Clone(detached{r.Context()})
 			late.Body = io.NopCloser(bytes.NewReader(body))
-			rp.ServeHTTP(discardWriter{header: http.Header{}}, late)
+			call.Upstream = forward(rp, late)
 		default:
 			rp.ServeHTTP(rec, r)
 			if r.Method == http.MethodGet {
@@ -303,6 +306,17 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		p.calls = append(p.calls, call)
 		p.mu.Unlock()
 	})
+}
+
+// forward sends r to the upstream and returns the status of the response, which it
+// drops.
+func forward(rp *httputil.ReverseProxy, r *http.Request) int {
+	s := newSink()
+	rp.ServeHTTP(s, r)
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
 }
 
 // drainLists forgets the lists answered so far.
@@ -370,11 +384,16 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-type discardWriter struct{ header http.Header }
+// sink takes a response that the client never sees, and keeps its status.
+type sink struct {
+	header http.Header
+	status int
+}
 
-func (d discardWriter) Header() http.Header         { return d.header }
-func (d discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d discardWriter) WriteHeader(int)             {}
+func newSink() *sink                        { return &sink{header: http.Header{}} }
+func (d *sink) Header() http.Header         { return d.header }
+func (d *sink) Write(b []byte) (int, error) { return len(b), nil }
+func (d *sink) WriteHeader(code int)        { d.status = code }
 
 func writeNeutronError(w http.ResponseWriter, status int, typ, message string) {
 	w.Header().Set("Content-Type", "application/json")

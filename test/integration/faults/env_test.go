@@ -153,22 +153,28 @@ func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 func (e *sharedEnv) setControlPlane(t *testing.T, ctx context.Context, on bool) {
 	t.Helper()
 	for _, n := range e.nodes {
-		node := &corev1.Node{}
-		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
-			t.Fatalf("reading Node: %v", err)
+		setLabel(t, ctx, e, n.name, on)
+	}
+}
+
+// setLabel adds or removes the control-plane label of a Node.
+func setLabel(t *testing.T, ctx context.Context, e *sharedEnv, name string, on bool) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatalf("reading Node: %v", err)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	if on {
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
 		}
-		patch := client.MergeFrom(node.DeepCopy())
-		if on {
-			if node.Labels == nil {
-				node.Labels = map[string]string{}
-			}
-			node.Labels[exposure.LabelControlPlane] = ""
-		} else {
-			delete(node.Labels, exposure.LabelControlPlane)
-		}
-		if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
-			t.Fatalf("labelling Node: %v", err)
-		}
+		node.Labels[exposure.LabelControlPlane] = ""
+	} else {
+		delete(node.Labels, exposure.LabelControlPlane)
+	}
+	if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
+		t.Fatalf("labelling Node: %v", err)
 	}
 }
 
@@ -321,7 +327,11 @@ func (o *observer) poll(ctx context.Context, what string, cond func(*extensionsv
 		}
 		select {
 		case <-ctx.Done():
-			o.t.Fatalf("waiting for %s: %v; last status: %+v", what, ctx.Err(), exp.Status)
+			last := "none"
+			if exp.Status.LastError != nil {
+				last = fmt.Sprintf("%v %s", exp.Status.LastError.Codes, exp.Status.LastError.Description)
+			}
+			o.t.Fatalf("waiting for %s: %v; lastError: %s", what, ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
