@@ -112,13 +112,17 @@ func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 		return nil, fmt.Errorf("authenticating the test client: %w", err)
 	}
 	e := &sharedEnv{cp: cp, os: osEnv, proxy: proxy, neutron: neutron}
-	// Node ports of an earlier run that died before its cleanup.
+	// Node ports of an earlier test process that died before its cleanup; the ports of a
+	// test process that still runs are left alone.
 	stale, err := neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{testTag}})
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range stale {
-		_ = neutron.DeletePort(ctx, p.ID)
+		var pid, i int
+		if _, err := fmt.Sscanf(p.Name, "faults-cp-%d-%d", &pid, &i); err == nil && !processAlive(pid) {
+			_ = neutron.DeletePort(ctx, p.ID)
+		}
 	}
 	for i := range 3 {
 		name := fmt.Sprintf("faults-cp-%d-%d", os.Getpid(), i)
@@ -148,6 +152,15 @@ func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 	}
 	return e, nil
 }
+
+func processAlive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// exposures numbers the exposures of the tests, so that one stuck in deletion does not
+// block the next run.
+var exposures int
 
 // setControlPlane adds or removes the control-plane label of every test Node.
 func (e *sharedEnv) setControlPlane(t *testing.T, ctx context.Context, on bool) {
@@ -248,6 +261,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 // newExposure returns an exposure for the shared nodes with a fresh cluster identity.
 func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (*extensionsv1alpha1.SelfHostedShootExposure, string) {
 	t.Helper()
+	exposures++
+	name = fmt.Sprintf("%s-%d", name, exposures)
 	id := framework.UniqueTechnicalID("kvf-")
 	if err := framework.SetTechnicalID(ctx, e.cp.Client, id); err != nil {
 		t.Fatal(err)

@@ -29,16 +29,11 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
-// findings numbers the exposures of these tests, so that one that is stuck in deletion
-// does not block the next test.
-var findings int
-
 // createExposure creates an exposure (with mutate applied) and registers its deletion with
 // a check that nothing is left; it waits for success when wait is set.
 func createExposure(t *testing.T, ctx context.Context, e *sharedEnv, mutate func(*extensionsv1alpha1.SelfHostedShootExposure), wait bool) (*extensionsv1alpha1.SelfHostedShootExposure, string) {
 	t.Helper()
-	findings++
-	exp, identity := newExposure(t, ctx, e, fmt.Sprintf("finding-%d", findings))
+	exp, identity := newExposure(t, ctx, e, "finding")
 	if mutate != nil {
 		mutate(exp)
 	}
