@@ -186,7 +186,7 @@ func TestM5PairStaysUntilAgentGone(t *testing.T) {
 	leaving := e.nodes[2]
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-m5", Namespace: ns, Labels: agentrollout.Labels()},
-		Spec: corev1.PodSpec{NodeName: leaving.name, Containers: []corev1.Container{{Name: agentrollout.Name, Image: "example.org/kube-vip-agent:test"}}},
+		Spec:       corev1.PodSpec{NodeName: leaving.name, Containers: []corev1.Container{{Name: agentrollout.Name, Image: "example.org/kube-vip-agent:test"}}},
 	}
 	if err := e.cp.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
