@@ -191,15 +191,10 @@ func setLabel(t *testing.T, ctx context.Context, e *sharedEnv, name string, on b
 	}
 }
 
-// controllerOptions tune the in-process controller.
-type controllerOptions struct {
-	authFailureBackoff openstack.Backoff
-}
-
 // startController runs the exposure and node controllers in a manager of their own, as
 // the binary wires them, with a short client timeout and fast backoff. It returns a
 // function that stops the manager.
-func startController(t *testing.T, e *sharedEnv, o controllerOptions) (stop func()) {
+func startController(t *testing.T, e *sharedEnv) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
 		Scheme:                 e.cp.Scheme,
@@ -213,9 +208,8 @@ func startController(t *testing.T, e *sharedEnv, o controllerOptions) (stop func
 	}
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
 		ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{
-			Metrics:            openstack.NewMetrics(prometheus.NewRegistry()),
-			Timeout:            clientTimeout,
-			AuthFailureBackoff: o.authFailureBackoff,
+			Metrics: openstack.NewMetrics(prometheus.NewRegistry()),
+			Timeout: clientTimeout,
 		}),
 		AgentImage: "example.org/kube-vip-agent:test",
 		MinBackoff: 100 * time.Millisecond,

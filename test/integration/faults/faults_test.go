@@ -96,7 +96,7 @@ func lifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) (calls
 // create, update and delete. The call indexes come from a clean recorded run.
 func TestFaultsAtEveryMutatingCall(t *testing.T) {
 	e := env(t)
-	startController(t, e, controllerOptions{})
+	startController(t, e)
 	total := 0
 	for _, at := range []phase{phaseCreate, phaseUpdate, phaseDelete} {
 		clean, _ := lifecycle(t, e, at, nil)

@@ -83,27 +83,25 @@ func pairHolders(t *testing.T, ctx context.Context, e *sharedEnv, vip string) []
 	return holders
 }
 
-// TestM2PortSecurityOffIsSkipped: a control-plane node whose port has port security
-// disabled needs no pair; the exposure succeeds, notes the port in status and does not
-// retry the refused update.
-func TestM2PortSecurityOffIsSkipped(t *testing.T) {
+// begin starts the controller for a test with a deadline; cp says whether the shared
+// Nodes are control-plane Nodes (they are again after the test).
+func begin(t *testing.T, cp bool) (*sharedEnv, context.Context) {
+	t.Helper()
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
-	e.setControlPlane(t, ctx, false)
+	t.Cleanup(cancel)
+	startController(t, e)
+	e.setControlPlane(t, ctx, cp)
 	t.Cleanup(func() { e.setControlPlane(t, context.Background(), true) })
+	return e, ctx
+}
 
-	off := false
-	name := fmt.Sprintf("faults-nosec-%d", os.Getpid())
-	create := portsecurity.PortCreateOptsExt{
-		CreateOptsBuilder: ports.CreateOpts{NetworkID: e.os.NetworkID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
-			FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}, SecurityGroups: &[]string{}},
-		PortSecurityEnabled: &off,
-	}
-	p, err := ports.Create(ctx, e.neutron.ServiceClient(), create).Extract()
+// extraNode creates a Neutron port with opts and a control-plane Node with its address.
+func extraNode(t *testing.T, ctx context.Context, e *sharedEnv, name string, opts ports.CreateOptsBuilder) *ports.Port {
+	t.Helper()
+	p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
 	if err != nil {
-		t.Fatalf("creating a port without port security: %v", err)
+		t.Fatalf("creating the port of node %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{exposure.LabelControlPlane: ""}}}
@@ -115,7 +113,23 @@ func TestM2PortSecurityOffIsSkipped(t *testing.T) {
 	if err := e.cp.Client.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
+	// Let the controller's cache see the Node before the exposure exists.
 	time.Sleep(300 * time.Millisecond)
+	return p
+}
+
+// TestM2PortSecurityOffIsSkipped: a control-plane node whose port has port security
+// disabled needs no pair; the exposure succeeds, notes the port in status and does not
+// retry the refused update.
+func TestM2PortSecurityOffIsSkipped(t *testing.T) {
+	e, ctx := begin(t, false)
+	off := false
+	name := fmt.Sprintf("faults-nosec-%d", os.Getpid())
+	p := extraNode(t, ctx, e, name, portsecurity.PortCreateOptsExt{
+		CreateOptsBuilder: ports.CreateOpts{NetworkID: e.os.NetworkID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
+			FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}, SecurityGroups: &[]string{}},
+		PortSecurityEnabled: &off,
+	})
 
 	e.proxy.Arm(nil)
 	exp, _ := createExposure(t, ctx, e, nil, true)
@@ -150,13 +164,8 @@ func TestM2PortSecurityOffIsSkipped(t *testing.T) {
 // TestM5ZeroControlPlaneNodesKeepPairs: when no control-plane Node is observed any more,
 // the node tracker must not strip the VIP pair from every port.
 func TestM5ZeroControlPlaneNodesKeepPairs(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
 	// A single control-plane node, as in a single-node self-hosted shoot.
-	e.setControlPlane(t, ctx, false)
-	t.Cleanup(func() { e.setControlPlane(t, context.Background(), true) })
+	e, ctx := begin(t, false)
 	only := e.nodes[0]
 	setLabel(t, ctx, e, only.name, true)
 	time.Sleep(300 * time.Millisecond)
@@ -174,11 +183,7 @@ func TestM5ZeroControlPlaneNodesKeepPairs(t *testing.T) {
 // TestM5PairStaysUntilAgentGone: a node that leaves the control plane keeps its VIP pair
 // while its agent pod exists, and loses it once the pod is gone.
 func TestM5PairStaysUntilAgentGone(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
-	e.setControlPlane(t, ctx, true)
+	e, ctx := begin(t, true)
 	time.Sleep(300 * time.Millisecond)
 	_, identity := createExposure(t, ctx, e, nil, true)
 	vip := assertExact(t, ctx, e, identity, 3)
@@ -255,11 +260,7 @@ func waitLastError(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensi
 // Keystone once and then backs off for a minute, however often it reconciles; a fixed
 // password converges without waiting for that minute.
 func TestM8WrongPasswordKeystoneRate(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
-	e.setControlPlane(t, ctx, true)
+	e, ctx := begin(t, true)
 	secret := copySecret(t, ctx, e, "wrong-password", map[string]string{openstack.KeyPassword: "not-the-password"})
 
 	e.proxy.Arm(nil)
@@ -289,10 +290,7 @@ func TestM8WrongPasswordKeystoneRate(t *testing.T) {
 // TestM8WrongKeystonePath: a Keystone URL without the v3 token API is a configuration
 // error, not a transient one.
 func TestM8WrongKeystonePath(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
+	e, ctx := begin(t, true)
 	secret := copySecret(t, ctx, e, "wrong-path", map[string]string{openstack.KeyAuthURL: strings.TrimSuffix(e.proxy.KeystoneURL(), "/v3") + "/identity/v3"})
 	exp, _ := createExposure(t, ctx, e, useSecret(secret.Name), false)
 	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorConfigurationProblem)
@@ -310,11 +308,7 @@ func TestM8WrongKeystonePath(t *testing.T) {
 // TestM8WrongFloatingNetworkID: a floating network ID that does not exist makes the
 // floating IP create fail with 404; that is a configuration error, and nothing leaks.
 func TestM8WrongFloatingNetworkID(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
-	e.setControlPlane(t, ctx, true)
+	e, ctx := begin(t, true)
 	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
 		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingNetworkID":"00000000-0000-4000-8000-000000000000"}`)}
 	}, false)
@@ -326,11 +320,7 @@ func TestM8WrongFloatingNetworkID(t *testing.T) {
 // converge to one VIP port (resolving the duplicate that is its own), not sit in a
 // permanent "delete all but one" error. The fix of M1 is in the exposure flow.
 func TestM1LateCommittedPortCreate(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	startController(t, e, controllerOptions{})
-	e.setControlPlane(t, ctx, true)
+	e, ctx := begin(t, true)
 	time.Sleep(300 * time.Millisecond)
 	e.proxy.Arm(&faults.Fault{Kind: faults.LateCommit, Index: 0})
 	t.Cleanup(func() { e.proxy.Arm(nil) })

@@ -6,19 +6,15 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
-	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
@@ -59,25 +55,11 @@ func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
 
 	// A node port of the shoot's project on the shared network.
 	name := net.Name + "-cp"
-	p, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: net.ID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
-		FixedIPs: []ports.IP{{SubnetID: sub.ID}}}).Extract()
-	if err != nil {
-		t.Fatalf("creating a node port on the shared network: %v", err)
-	}
-	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
-	startController(t, e, controllerOptions{})
+	startController(t, e)
 	e.setControlPlane(t, ctx, false)
 	t.Cleanup(func() { e.setControlPlane(t, context.Background(), true) })
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{exposure.LabelControlPlane: ""}}}
-	if err := e.cp.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.cp.Client.Delete(context.Background(), node) })
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: p.FixedIPs[0].IPAddress}}
-	if err := e.cp.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
+	extraNode(t, ctx, e, name, ports.CreateOpts{NetworkID: net.ID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
+		FixedIPs: []ports.IP{{SubnetID: sub.ID}}})
 
 	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
 		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
