@@ -279,7 +279,7 @@ func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (
 func forceCleanup(e *sharedEnv, identity string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ps, fips := leftovers(ctx, e, identity)
+	ps, fips, _ := leftovers(ctx, e, identity)
 	for _, f := range fips {
 		_ = e.neutron.DeleteFloatingIP(ctx, f.ID)
 	}
@@ -296,14 +296,30 @@ func forceCleanup(e *sharedEnv, identity string) {
 
 // leftovers lists the VIP ports (by name, whatever their tags) and floating IPs (by the
 // identity in their description) of the identity.
-func leftovers(ctx context.Context, e *sharedEnv, identity string) ([]ports.Port, []floatingips.FloatingIP) {
-	ps, _ := e.neutron.ListPorts(ctx, openstack.PortFilter{Name: "kube-vip-" + identity})
-	all, _ := e.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{})
+func leftovers(ctx context.Context, e *sharedEnv, identity string) ([]ports.Port, []floatingips.FloatingIP, error) {
+	ps, err := e.neutron.ListPorts(ctx, openstack.PortFilter{Name: "kube-vip-" + identity})
+	if err != nil {
+		return nil, nil, err
+	}
+	all, err := e.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{})
+	if err != nil {
+		return nil, nil, err
+	}
 	var fips []floatingips.FloatingIP
 	for _, f := range all {
 		if strings.Contains(f.Description, identity) {
 			fips = append(fips, f)
 		}
+	}
+	return ps, fips, nil
+}
+
+// mustLeftovers is leftovers for a test, which ends on an error of Neutron.
+func mustLeftovers(t *testing.T, ctx context.Context, e *sharedEnv, identity string) ([]ports.Port, []floatingips.FloatingIP) {
+	t.Helper()
+	ps, fips, err := leftovers(ctx, e, identity)
+	if err != nil {
+		t.Fatalf("listing the cluster's ports and floating IPs: %v", err)
 	}
 	return ps, fips
 }
@@ -360,7 +376,7 @@ func gone(_ *extensionsv1alpha1.SelfHostedShootExposure, err error) bool {
 // port of the network; the foreign pair stays. It returns the VIP.
 func assertExact(t *testing.T, ctx context.Context, e *sharedEnv, identity string, wantPairs int) string {
 	t.Helper()
-	ps, fips := leftovers(ctx, e, identity)
+	ps, fips := mustLeftovers(t, ctx, e, identity)
 	if len(ps) != 1 || len(fips) != 1 {
 		t.Fatalf("Neutron holds %d VIP ports and %d floating IPs of the cluster, want 1 and 1", len(ps), len(fips))
 	}
@@ -410,7 +426,7 @@ func assertPairs(t *testing.T, ctx context.Context, e *sharedEnv, vip string, wa
 // assertNothingLeft checks that nothing of the identity is left and no port carries vip.
 func assertNothingLeft(t *testing.T, ctx context.Context, e *sharedEnv, identity, vip string) {
 	t.Helper()
-	ps, fips := leftovers(ctx, e, identity)
+	ps, fips := mustLeftovers(t, ctx, e, identity)
 	if len(ps) != 0 || len(fips) != 0 {
 		t.Errorf("after deletion Neutron holds %d VIP ports and %d floating IPs of the cluster", len(ps), len(fips))
 	}

@@ -334,7 +334,7 @@ func TestM1LateCommittedPortCreate(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ps, _ := leftovers(ctx, e, identity)
+	ps, _ := mustLeftovers(t, ctx, e, identity)
 	t.Logf("VIP ports after the late commit: %d", len(ps))
 
 	// A change of the inputs makes the controller read the ports back.
