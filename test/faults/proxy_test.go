@@ -12,10 +12,10 @@ import (
 
 func TestPathClass(t *testing.T) {
 	for in, want := range map[string]string{
-		"/v2.0/ports":                                           "/v2.0/ports",
+		"/v2.0/ports": "/v2.0/ports",
 		"/v2.0/ports/0b5c8d4e-5f1a-4c39-8d8e-1c2b3a4d5e6f":      "/v2.0/ports/{id}",
 		"/v2.0/ports/0b5c8d4e-5f1a-4c39-8d8e-1c2b3a4d5e6f/tags": "/v2.0/ports/{id}/tags",
-		"/v3/auth/tokens":                                       "/v3/auth/tokens",
+		"/v3/auth/tokens": "/v3/auth/tokens",
 	} {
 		if got := PathClass(in); got != want {
 			t.Errorf("PathClass(%q) = %q, want %q", in, got, want)
