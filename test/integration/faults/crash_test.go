@@ -137,7 +137,12 @@ func crashLifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) [
 	n := 0
 	proc := startProcess(t, e, n)
 	e.proxy.OnCrash(proc.kill)
-	defer e.proxy.OnCrash(nil)
+	// No controller of this run may outlive it: two controllers at once would race.
+	defer func() {
+		e.proxy.OnCrash(nil)
+		proc.kill()
+		<-proc.done
+	}()
 
 	var calls []faults.Call
 	step := func(p phase, act func(), until func(*observer)) {
