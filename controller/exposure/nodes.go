@@ -7,16 +7,24 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
 // SyncNodePairs keeps the VIP pair on exactly the ports of the current control-plane
 // Nodes: it adds it where missing and removes it from ports of the network that no longer
-// belong to a control-plane Node (never from the VIP port, never other pairs). It records
+// belong to a control-plane Node (never from the VIP port, never other pairs). A former
+// control-plane node keeps its pair while its agent may still hold the VIP (an agent pod
+// on it, or it holds the Lease), and with no control-plane Node observed nothing changes
+// (review M5). It records
 // the node ports in the status. It makes no OpenStack call while the status has no VIP.
 // A control-plane Node without a port yields an error, so that the caller retries.
 //
@@ -56,6 +64,17 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 	if err != nil {
 		return err
 	}
+	if len(nodes) == 0 {
+		// A cluster always has a control-plane node: none observed is a transient view
+		// (the last one replaced, the label stripped by a tool), and stripping every pair
+		// would black-hole the front door. Reconcile skips this case the same way.
+		log.Info("No control-plane Node observed; leaving the VIP pairs as they are")
+		return nil
+	}
+	retained, waiting, err := a.portsOfDepartingAgents(ctx, exp.Namespace, status, nodes)
+	if err != nil {
+		return err
+	}
 	network, err := a.opts.ClientFactory.Network(ctx, auth)
 	if err != nil {
 		return err
@@ -65,7 +84,12 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		vip:       status.VIPAddress,
 		vipPortID: status.PortID,
 		nodes:     nodes,
+		retain:    portIDs(retained),
 	})
+	nodePorts = append(nodePorts, retained...)
+	if len(waiting) > 0 {
+		syncErr = errors.Join(syncErr, fmt.Errorf("%w: %v", errAgentStillRuns, waiting))
+	}
 	if !slices.Equal(status.NodePorts, nodePorts) {
 		status.NodePorts = nodePorts
 		if err := a.patchStatus(ctx, exp, status); err != nil {
@@ -73,4 +97,72 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		}
 	}
 	return syncErr
+}
+
+// errAgentStillRuns makes the node tracker retry until the agent of a node that left the
+// control plane is gone.
+var errAgentStillRuns = errors.New("keeping the VIP pair on the ports of former control-plane nodes until their kube-vip-agent is gone; will retry")
+
+// portsOfDepartingAgents returns the recorded node ports of nodes that are no control-plane
+// Nodes any more but may still hold the VIP: an agent pod still exists on them, or they hold
+// the agent's Lease. Their pair stays until then, or the front door is dropped by port
+// security while the agent still answers ARP for the VIP. waiting names these nodes.
+func (a *Actuator) portsOfDepartingAgents(ctx context.Context, namespace string, status *v1alpha1.ExposureStatus, nodes []controlPlaneNode) (retained []v1alpha1.NodePort, waiting []string, err error) {
+	current := map[string]bool{}
+	for _, n := range nodes {
+		current[n.Name] = true
+	}
+	var departing []v1alpha1.NodePort
+	for _, np := range status.NodePorts {
+		if !current[np.NodeName] {
+			departing = append(departing, np)
+		}
+	}
+	if len(departing) == 0 {
+		return nil, nil, nil
+	}
+	holders, err := a.agentNodes(ctx, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, np := range departing {
+		if holders[np.NodeName] {
+			retained = append(retained, np)
+			waiting = append(waiting, np.NodeName)
+		}
+	}
+	return retained, waiting, nil
+}
+
+// agentNodes returns the nodes that may hold the VIP: those with an agent pod that has not
+// terminated, and the holder of the agent's Lease. It reads through the API reader, so
+// that no informer on Pods is started.
+func (a *Actuator) agentNodes(ctx context.Context, namespace string) (map[string]bool, error) {
+	pods := &corev1.PodList{}
+	if err := a.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{agentrollout.LabelAppName: agentrollout.Name}); err != nil {
+		return nil, fmt.Errorf("listing the kube-vip-agent pods in %s: %w", namespace, err)
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			nodes[p.Spec.NodeName] = true
+		}
+	}
+	lease := &coordinationv1.Lease{}
+	switch err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.LeaseName}, lease); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading the Lease %s/%s: %w", namespace, agentrollout.LeaseName, err)
+	case lease.Spec.HolderIdentity != nil:
+		nodes[*lease.Spec.HolderIdentity] = true
+	}
+	return nodes, nil
+}
+
+func portIDs(nps []v1alpha1.NodePort) []string {
+	ids := make([]string, 0, len(nps))
+	for _, np := range nps {
+		ids = append(ids, np.PortID)
+	}
+	return ids
 }

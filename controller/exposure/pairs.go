@@ -23,6 +23,9 @@ type pairSync struct {
 	// vipPortID is never touched.
 	vipPortID string
 	nodes     []controlPlaneNode
+	// retain are ports that keep the VIP pair they have, e.g. of a node that left the
+	// control plane while its agent may still hold the VIP.
+	retain []string
 }
 
 // syncPairs lists the ports of the network once, adds the VIP pair to the ports of the
@@ -30,6 +33,9 @@ type pairSync struct {
 // VIP port; other pairs stay). The VIP is the fixed IP of the VIP port, so a VIP pair on
 // another port of the network can only come from this extension. It returns the node
 // ports; a node without a port yields errNodePortMissing after the others are done.
+// A node port with port security disabled needs no pair (Neutron refuses one with
+// AddressPairAndPortSecurityRequired): it is logged and reported with
+// PortSecurityDisabled, and the exposure goes on.
 func syncPairs(ctx context.Context, log logr.Logger, network *openstack.Network, s pairSync) ([]v1alpha1.NodePort, error) {
 	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: s.networkID})
 	if err != nil {
@@ -45,10 +51,14 @@ func syncPairs(ctx context.Context, log logr.Logger, network *openstack.Network,
 		nodePorts []v1alpha1.NodePort
 		missing   []string
 		keep      = map[string]bool{s.vipPortID: true}
+		noSec     = map[string]bool{}
 		mu        sync.Mutex
 		errs      []error
 		wg        sync.WaitGroup
 	)
+	for _, id := range s.retain {
+		keep[id] = true
+	}
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -65,6 +75,13 @@ func syncPairs(ctx context.Context, log logr.Logger, network *openstack.Network,
 		// Each port is updated on its own; the updates of different ports do not conflict.
 		wg.Go(func() {
 			updated, err := network.EnsurePair(ctx, port, s.vip)
+			if openstack.IsPortSecurityDisabled(err) {
+				log.Info("The node port has port security disabled: it passes the VIP without an allowed address pair and is left alone", "node", n.Name, "port", port.ID)
+				mu.Lock()
+				noSec[port.ID] = true
+				mu.Unlock()
+				return
+			}
 			if err != nil {
 				fail(err)
 				return
@@ -88,6 +105,9 @@ func syncPairs(ctx context.Context, log logr.Logger, network *openstack.Network,
 		})
 	}
 	wg.Wait()
+	for i := range nodePorts {
+		nodePorts[i].PortSecurityDisabled = noSec[nodePorts[i].PortID]
+	}
 	if len(missing) > 0 {
 		errs = append(errs, fmt.Errorf("%w: no port in network %s for %v yet; will retry", errNodePortMissing, s.networkID, missing))
 	}

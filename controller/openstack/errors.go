@@ -70,6 +70,13 @@ func IsTransient(err error) bool {
 	return errors.As(err, &e) && e.Transient
 }
 
+// IsPortSecurityDisabled tells whether Neutron refused an allowed address pair because the
+// port has port security disabled.
+func IsPortSecurityDisabled(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Type == "AddressPairAndPortSecurityRequired"
+}
+
 // NewConfigurationError marks err as a configuration problem the operator must fix.
 func NewConfigurationError(err error) error {
 	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
@@ -92,11 +99,16 @@ const maxMessageLength = 300
 // the Gardener error codes that fit:
 //   - 401: ErrorInfraUnauthenticated, 403: ErrorInfraUnauthorized
 //   - OverQuota, address exhaustion: ErrorInfraQuotaExceeded
-//   - invalid input, TLS certificate verification failures: ErrorConfigurationProblem
-//   - other 409 conflicts: ErrorInfraDependencies
+//   - 403 of Neutron's policy on allowed address pairs: ErrorInfraUnauthorized with a hint
+//     on network ownership
+//   - invalid input, TLS certificate verification failures, a missing network in a create
+//     request (NetworkNotFound): ErrorConfigurationProblem
+//   - port security disabled on a port that should get a pair: ErrorConfigurationProblem
+//   - other 409 conflicts: transient, no code. They heal by themselves: a concurrent writer,
+//     or the retry of a create whose response was lost and that Neutron executed.
 //   - 404: transient (a port or floating IP vanished under an update, e.g. during a node
 //     replacement); ClassifyLookup makes it a configuration problem for configured IDs
-//   - 5xx, 429, timeouts and connection errors: transient, no code.
+//   - 5xx, 412, 429, timeouts and connection errors: transient, no code.
 //
 // op says what was attempted ("create the VIP port"). Classify returns nil for nil.
 func Classify(err error, op string) error {
@@ -143,6 +155,9 @@ func classify(err error, op string, lookup bool) error {
 	case resp.Actual == http.StatusUnauthorized:
 		code = gardencorev1beta1.ErrorInfraUnauthenticated
 		e.Hint = "fix the credentials in the Secret of spec.credentialsRef (user and password or application credential, domain, project)"
+	case resp.Actual == http.StatusForbidden && strings.Contains(e.Message, "allowed_address_pairs"):
+		code = gardencorev1beta1.ErrorInfraUnauthorized
+		e.Hint = "Neutron lets only the network's owner or an admin set allowed address pairs: put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
 	case resp.Actual == http.StatusForbidden:
 		code = gardencorev1beta1.ErrorInfraUnauthorized
 		e.Hint = "give the OpenStack user of spec.credentialsRef the member role in the project"
@@ -158,7 +173,10 @@ func classify(err error, op string, lookup bool) error {
 	case e.Type == "ExternalGatewayForFloatingIPNotFound":
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "connect the node subnet through a router with a gateway to the floating pool network"
-	case resp.Actual == http.StatusNotFound && lookup:
+	case e.Type == "AddressPairAndPortSecurityRequired":
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "the port has port security disabled and needs no allowed address pair; enable port security or leave the port out"
+	case resp.Actual == http.StatusNotFound && (lookup || e.Type == "NetworkNotFound" || e.Type == "ExternalNetworkNotFound"):
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "check the network, subnet and floating pool in the providerConfig and the Infrastructure status"
 	case resp.Actual == http.StatusNotFound:
@@ -168,8 +186,8 @@ func classify(err error, op string, lookup bool) error {
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "check the providerConfig against the network, subnet and floating pool"
 	case resp.Actual == http.StatusConflict:
-		code = gardencorev1beta1.ErrorInfraDependencies
-		e.Hint = "another resource holds what is needed; resolve the conflict in OpenStack"
+		e.Transient = true
+		e.Hint = "a conflicting change in Neutron, e.g. by a concurrent writer or an earlier attempt; will retry"
 	case resp.Actual == http.StatusPreconditionFailed, resp.Actual == http.StatusTooManyRequests, resp.Actual >= 500:
 		e.Transient = true
 		e.Hint = "will retry"

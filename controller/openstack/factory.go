@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // ClientFactory hands out authenticated Neutron clients.
@@ -61,6 +62,18 @@ type FactoryOptions struct {
 	MaxIdle time.Duration
 	// Now is the clock (tests). Default: time.Now.
 	Now func() time.Time
+	// AuthFailureBackoff bounds the logins with credentials that Keystone rejected (401):
+	// after the n-th rejection in a row, the same credentials are not sent again for
+	// Min·2^(n-1), at most Max; an error is returned instead. Keystone's lockout
+	// (lockout_failure_attempts) counts failed logins of the user, which OCCM, CSI and MCM
+	// share, so a wrong password must not be retried at reconcile speed. Changed
+	// credentials are tried at once. Defaults: 1m and 30m.
+	AuthFailureBackoff Backoff
+}
+
+// Backoff is an exponential backoff.
+type Backoff struct {
+	Min, Max time.Duration
 }
 
 // CachingClientFactory authenticates once per distinct AuthConfig and reuses the provider
@@ -70,6 +83,15 @@ type CachingClientFactory struct {
 
 	mu      sync.Mutex
 	clients map[string]*cachedClient
+	// rejected holds the credentials that Keystone rejected, until their next try.
+	rejected map[string]rejection
+	// authFailures counts the rejections in a row per credentials.
+	authFailures workqueue.TypedRateLimiter[string]
+}
+
+type rejection struct {
+	err   error
+	until time.Time
 }
 
 type cachedClient struct {
@@ -93,7 +115,18 @@ func NewClientFactory(opts FactoryOptions) *CachingClientFactory {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &CachingClientFactory{opts: opts, clients: map[string]*cachedClient{}}
+	if opts.AuthFailureBackoff.Min == 0 {
+		opts.AuthFailureBackoff.Min = time.Minute
+	}
+	if opts.AuthFailureBackoff.Max == 0 {
+		opts.AuthFailureBackoff.Max = 30 * time.Minute
+	}
+	return &CachingClientFactory{
+		opts:         opts,
+		clients:      map[string]*cachedClient{},
+		rejected:     map[string]rejection{},
+		authFailures: workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.AuthFailureBackoff.Min, opts.AuthFailureBackoff.Max),
+	}
 }
 
 // Network implements ClientFactory.
@@ -113,20 +146,35 @@ func (f *CachingClientFactory) Network(ctx context.Context, auth AuthConfig) (*N
 			delete(f.clients, k)
 		}
 	}
+	for k, r := range f.rejected {
+		if now.Sub(r.until) > f.opts.MaxIdle {
+			delete(f.rejected, k)
+			f.authFailures.Forget(k)
+		}
+	}
 	if c, ok := f.clients[key]; ok {
 		c.lastUsed = now
 		f.mu.Unlock()
 		return c.network, nil
 	}
+	if r, ok := f.rejected[key]; ok && now.Before(r.until) {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("%w (not sent to Keystone again before %s, to spare the user a lockout)", r.err, r.until.UTC().Format(time.RFC3339))
+	}
 	f.mu.Unlock()
 
 	network, err := f.authenticate(ctx, auth)
-	if err != nil {
-		return nil, err
-	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
+			f.rejected[key] = rejection{err: err, until: f.opts.Now().Add(f.authFailures.When(key))}
+		}
+		return nil, err
+	}
+	delete(f.rejected, key)
+	f.authFailures.Forget(key)
 	if c, ok := f.clients[key]; ok { // a concurrent caller won
 		c.lastUsed = f.opts.Now()
 		return c.network, nil
@@ -190,6 +238,10 @@ func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig
 	}
 	// Keystone v3 directly: no version discovery request.
 	if err := openstack.AuthenticateV3(ctx, provider, &opts, gophercloud.EndpointOpts{}); err != nil {
+		if IsNotFound(err) {
+			// No token resource at this URL: not Keystone's v3 endpoint.
+			return nil, NewConfigurationError(fmt.Errorf("authenticate with Keystone failed (HTTP 404): %s has no v3 token API; set the Keystone v3 URL (ending in /v3) in key \"authURL\" of the credentials Secret or in the CloudProfile", auth.authURL()))
+		}
 		return nil, Classify(err, "authenticate with Keystone")
 	}
 

@@ -125,7 +125,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{name: "401", err: resp(401, `{"error":{"code":401,"message":"The request you have made requires authentication."}}`), code: gardencorev1beta1.ErrorInfraUnauthenticated},
 		{name: "quota", err: resp(409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['port']."}}`), code: gardencorev1beta1.ErrorInfraQuotaExceeded},
-		{name: "conflict", err: resp(409, `{"NeutronError":{"type":"FloatingIPPortAlreadyAssociated","message":"taken"}}`), code: gardencorev1beta1.ErrorInfraDependencies},
+		{name: "conflict", err: resp(409, `{"NeutronError":{"type":"FloatingIPPortAlreadyAssociated","message":"taken"}}`), transient: true},
 		{name: "configured network missing", err: resp(404, `{"NeutronError":{"type":"NetworkNotFound","message":"Network x could not be found."}}`), lookup: true, code: gardencorev1beta1.ErrorConfigurationProblem},
 		{name: "port vanished under an update", err: resp(404, `{"NeutronError":{"type":"PortNotFound","message":"Port x could not be found."}}`), transient: true},
 		{name: "ip taken", err: resp(409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"in use"}}`), code: gardencorev1beta1.ErrorConfigurationProblem},

@@ -153,6 +153,10 @@ type NodePort struct {
 	NodeName string `json:"nodeName"`
 	// PortID is the ID of the node's Neutron port.
 	PortID string `json:"portID"`
+	// PortSecurityDisabled is true when the port has port security disabled: it passes the
+	// virtual IP without an allowed address pair, so none is added.
+	// +optional
+	PortSecurityDisabled bool `json:"portSecurityDisabled,omitempty"`
 }
 
 // AgentStatus reports the kube-vip-agent DaemonSet and the current holder of the VIP.

@@ -1,0 +1,61 @@
+package openstack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+)
+
+// TestM8WrongPasswordBacksOff: credentials that Keystone rejected are not sent again
+// before the backoff has passed, however often a reconciliation asks; other credentials
+// are tried at once. The integration suite shows the same through the real controller.
+func TestM8WrongPasswordBacksOff(t *testing.T) {
+	var logins atomic.Int32
+	keystone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logins.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`))
+	}))
+	defer keystone.Close()
+
+	now := time.Unix(1_700_000_000, 0)
+	f := NewClientFactory(FactoryOptions{Now: func() time.Time { return now }})
+	wrong := AuthConfig{AuthURL: keystone.URL + "/v3", Credentials: &Credentials{DomainName: "d", TenantName: "p", Username: "u", Password: "wrong"}}
+
+	for range 50 {
+		_, err := f.Network(context.Background(), wrong)
+		if codes := v1beta1helper.ExtractErrorCodes(err); len(codes) != 1 || codes[0] != gardencorev1beta1.ErrorInfraUnauthenticated {
+			t.Fatalf("codes %v, want %s; error: %v", codes, gardencorev1beta1.ErrorInfraUnauthenticated, err)
+		}
+	}
+	if n := logins.Load(); n != 1 {
+		t.Fatalf("%d logins in 50 attempts at the same instant, want 1", n)
+	}
+	// 1m, then 2m, 4m: the second login comes a minute later, the third two minutes after that.
+	now = now.Add(59 * time.Second)
+	_, _ = f.Network(context.Background(), wrong)
+	now = now.Add(time.Second)
+	_, _ = f.Network(context.Background(), wrong)
+	if n := logins.Load(); n != 2 {
+		t.Fatalf("%d logins after one minute, want 2", n)
+	}
+	now = now.Add(time.Minute)
+	_, _ = f.Network(context.Background(), wrong)
+	if n := logins.Load(); n != 2 {
+		t.Fatalf("%d logins one minute after the second rejection, want still 2", n)
+	}
+	// A changed password is tried at once.
+	fixed := wrong
+	fixed.Credentials = &Credentials{DomainName: "d", TenantName: "p", Username: "u", Password: "new"}
+	_, _ = f.Network(context.Background(), fixed)
+	if n := logins.Load(); n != 3 {
+		t.Fatalf("%d logins after the password changed, want 3", n)
+	}
+}

@@ -1,0 +1,87 @@
+package faults
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestPathClass(t *testing.T) {
+	for in, want := range map[string]string{
+		"/v2.0/ports": "/v2.0/ports",
+		"/v2.0/ports/0b5c8d4e-5f1a-4c39-8d8e-1c2b3a4d5e6f":      "/v2.0/ports/{id}",
+		"/v2.0/ports/0b5c8d4e-5f1a-4c39-8d8e-1c2b3a4d5e6f/tags": "/v2.0/ports/{id}/tags",
+		"/v3/auth/tokens": "/v3/auth/tokens",
+	} {
+		if got := PathClass(in); got != want {
+			t.Errorf("PathClass(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestProxy checks the catalog rewrite, the call record and the injection of a fault at
+// the chosen index of the mutating calls, against stand-ins for Keystone and Neutron.
+func TestProxy(t *testing.T) {
+	var executed atomic.Int32
+	neutron := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			executed.Add(1)
+		}
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer neutron.Close()
+	keystone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"token":{"catalog":[{"type":"network","endpoints":[{"url":"`+neutron.URL+`/"}]},{"type":"identity","endpoints":[{"url":"http://keystone"}]}]}}`)
+	}))
+	defer keystone.Close()
+
+	p, err := New(keystone.URL+"/v3", neutron.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	resp, err := http.Post(p.KeystoneURL()+"/auth/tokens", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(body), p.NeutronURL()) || strings.Contains(string(body), neutron.URL) {
+		t.Fatalf("catalog not rewritten to %s: %s", p.NeutronURL(), body)
+	}
+
+	p.Arm(&Fault{Kind: Status500, Index: 1})
+	status := func(method string) int {
+		req, _ := http.NewRequest(method, p.NeutronURL()+"/v2.0/ports", strings.NewReader(`{}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	got := []int{status(http.MethodGet), status(http.MethodPost), status(http.MethodPost), status(http.MethodPost)}
+	if want := []int{200, 200, 500, 200}; !slices.Equal(got, want) {
+		t.Errorf("statuses %v, want %v", got, want)
+	}
+	if n := executed.Load(); n != 2 {
+		t.Errorf("Neutron executed %d writes, want 2 (the faulted one is not forwarded)", n)
+	}
+	if m := p.Mutating(); len(m) != 3 || m[1].Fault != Status500 || m[1].Index != 1 {
+		t.Errorf("mutating calls %+v", m)
+	}
+
+	p.Arm(&Fault{Kind: ResponseLost, Index: 0})
+	if s := status(http.MethodPost); s != 0 {
+		t.Errorf("a lost response reached the client with %d", s)
+	}
+	if n := executed.Load(); n != 3 {
+		t.Errorf("Neutron executed %d writes, want 3 (a lost response is executed)", n)
+	}
+}
