@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -299,32 +300,106 @@ func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstac
 
 // ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
 // found by name and tags, else a new one. A port lost out of band comes back with the
-// recorded VIP, so the address never changes.
+// recorded VIP, so the address never changes. Surplus ports of the cluster (a create whose
+// response was lost and that committed after the retry had listed the ports) are deleted.
 func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
-	if status.PortID != "" {
-		port, err := network.GetPort(ctx, status.PortID)
-		switch {
-		case err == nil:
-			if err := checkRecordedPort(port, status, in.config.NetworkID); err != nil {
-				return nil, false, err
-			}
-			return port, false, a.ensurePortTags(ctx, log, network, in, port)
-		case !openstack.IsNotFound(err):
-			return nil, false, err
-		}
-		log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
-	}
-	port, created, err := network.GetOrCreateVIPPort(ctx, vipPortSpec(in, status))
+	spec := vipPortSpec(in, status)
+	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: spec.Name})
 	if err != nil {
 		return nil, false, err
 	}
-	if created {
+	candidates := openstack.VIPPortCandidates(named, spec)
+
+	port, err := a.recordedPort(ctx, log, network, named, status, in.config.NetworkID)
+	if err != nil {
+		return nil, false, err
+	}
+	if port == nil && len(candidates) > 0 {
+		port = pickVIPPort(candidates, status.VIPAddress)
+		if err := openstack.CheckVIPPort(port, spec); err != nil {
+			return nil, false, err
+		}
+	}
+	created := false
+	if port == nil {
+		if port, err = network.CreateVIPPort(ctx, spec); err != nil {
+			return nil, false, err
+		}
+		created = true
 		log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, in.config.SubnetID))
 	}
-	// Recorded before the tagging, so that a failed tagging does not lose the port.
+	// Recorded before anything else, so that a later failure does not lose the port.
 	status.PortID = port.ID
 	status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+
+	if err := a.deleteSurplusPorts(ctx, log, network, candidates, port.ID); err != nil {
+		return nil, false, err
+	}
 	return port, created, a.ensurePortTags(ctx, log, network, in, port)
+}
+
+// recordedPort returns the port recorded in the status (from the list, else read by ID),
+// nil when there is none or it is gone.
+func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network *openstack.Network, named []ports.Port, status *v1alpha1.ExposureStatus, networkID string) (*ports.Port, error) {
+	if status.PortID == "" {
+		return nil, nil
+	}
+	var port *ports.Port
+	if i := slices.IndexFunc(named, func(p ports.Port) bool { return p.ID == status.PortID }); i >= 0 {
+		port = &named[i]
+	} else {
+		p, err := network.GetPort(ctx, status.PortID) // renamed out of band
+		switch {
+		case openstack.IsNotFound(err):
+			log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		port = p
+	}
+	return port, checkRecordedPort(port, status, networkID)
+}
+
+// pickVIPPort chooses among the cluster's ports when none is recorded: the one holding the
+// recorded VIP, else the oldest.
+func pickVIPPort(candidates []ports.Port, vip string) *ports.Port {
+	best := &candidates[0]
+	for i := range candidates {
+		p := &candidates[i]
+		if vip != "" && hasFixedIP(p, vip) {
+			return p
+		}
+		if p.CreatedAt.Before(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best
+}
+
+// deleteSurplusPorts deletes the cluster's ports other than keep that carry no floating IP;
+// one with a floating IP is left for an operator, named in the error.
+func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, network *openstack.Network, candidates []ports.Port, keep string) error {
+	var errs []error
+	for _, p := range candidates {
+		if p.ID == keep {
+			continue
+		}
+		fips, err := network.FloatingIPsOfPort(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		if len(fips) > 0 {
+			errs = append(errs, v1beta1helper.NewErrorWithCodes(fmt.Errorf("port %s is a second VIP port of this cluster and carries floating IP %s; the live VIP port is %s: delete port %s after checking it",
+				p.ID, fips[0].FloatingIP, keep, p.ID), gardencorev1beta1.ErrorInfraDependencies))
+			continue
+		}
+		log.Info("Deleting a surplus VIP port of the cluster (a create that committed late)", "port", p.ID, "keep", keep)
+		if err := network.DeletePort(ctx, p.ID); err != nil && !openstack.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ensurePortTags puts the cluster's tags on the port. Neutron without the

@@ -14,9 +14,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-
-	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 )
 
 // TagExtension marks every Neutron resource that this extension created.
@@ -161,33 +158,20 @@ type VIPPortSpec struct {
 	Tags []string
 }
 
-// FindVIPPort returns the VIP port of the spec, or nil. It lists the ports with the spec's
-// name (in any network, so that a changed network is noticed) and accepts an unbound port
-// (empty device_owner) that carries all of the spec's tags or no tags at all: a Neutron
-// without the tag_ports_during_bulk_creation driver creates the port untagged, and the
-// tagging afterwards may have failed. Ports with the name but other tags, or bound ones,
-// belong to someone else and are ignored; an untagged one only in the spec's network.
-func (n *Network) FindVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.Port, error) {
-	list, err := n.ListPorts(ctx, PortFilter{Name: spec.Name})
-	if err != nil {
-		return nil, err
-	}
+// VIPPortCandidates returns the ports of the list (listed by the spec's name, in any
+// network, so that a changed network is noticed) that may be the spec's VIP port: unbound
+// (empty device_owner) with all of the spec's tags, or with no tags at all in the spec's
+// network: a Neutron without the tag_ports_during_bulk_creation driver creates the port
+// untagged, and the tagging afterwards may have failed. Ports with the name but other tags,
+// or bound ones, are someone else's.
+func VIPPortCandidates(list []ports.Port, spec VIPPortSpec) []ports.Port {
 	var found []ports.Port
 	for _, p := range list {
 		if IsVIPPortCandidate(&p, spec.Tags) && (len(p.Tags) > 0 || p.NetworkID == spec.NetworkID) {
 			found = append(found, p)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &found[0], nil
-	default:
-		return nil, v1beta1helper.NewErrorWithCodes(
-			fmt.Errorf("found %d unbound ports named %q with the tags of this cluster or none: delete all but one", len(found), spec.Name),
-			gardencorev1beta1.ErrorInfraDependencies)
-	}
+	return found
 }
 
 // IsVIPPortCandidate tells whether p may be a VIP port with the tags: it is unbound and
@@ -241,28 +225,18 @@ func (n *Network) CreateVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.P
 	return p, nil
 }
 
-// GetOrCreateVIPPort finds the VIP port (see FindVIPPort) and creates it when missing.
-// The address of an existing port is never changed: the nodes' allowed address pairs and
-// the agents carry it, so a different network, subnet or spec.IPAddress is a configuration
-// error. created tells whether the port is new.
-func (n *Network) GetOrCreateVIPPort(ctx context.Context, spec VIPPortSpec) (port *ports.Port, created bool, err error) {
-	port, err = n.FindVIPPort(ctx, spec)
-	if err != nil {
-		return nil, false, err
-	}
-	if port == nil {
-		port, err = n.CreateVIPPort(ctx, spec)
-		return port, err == nil, err
-	}
+// CheckVIPPort tells whether an existing VIP port fits the spec: the network and the VIP
+// of an exposure cannot change once its port exists.
+func CheckVIPPort(port *ports.Port, spec VIPPortSpec) error {
 	if port.NetworkID != spec.NetworkID {
-		return nil, false, NewConfigurationError(fmt.Errorf("the VIP port %s is in network %s, not in %s: the network of an exposure cannot change", port.ID, port.NetworkID, spec.NetworkID))
+		return NewConfigurationError(fmt.Errorf("the VIP port %s is in network %s, not in %s: the network of an exposure cannot change", port.ID, port.NetworkID, spec.NetworkID))
 	}
 	if address := PortAddress(port, spec.SubnetID); address == "" || (spec.IPAddress != "" && address != spec.IPAddress) {
-		return nil, false, NewConfigurationError(fmt.Errorf("the VIP port %s has the address %s, not one matching subnet %s and vipAddress %q: "+
-			"the VIP of an exposure cannot change once its port exists; restore subnetID and vipAddress in the provider config, or delete and recreate the exposure",
+		return NewConfigurationError(fmt.Errorf("the VIP port %s has the address %s, not one matching subnet %s and vipAddress %q: "+
+			"the VIP of an exposure cannot change once its port exists; restore subnetID and vipAddress in the provider config, or create a new exposure",
 			port.ID, PortAddress(port, ""), spec.SubnetID, spec.IPAddress))
 	}
-	return port, false, nil
+	return nil
 }
 
 // PortAddress returns the port's first fixed IP in the subnet (any subnet if empty).
