@@ -195,6 +195,7 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 		identity = clusterIdentity(exp, cluster)
 	}
 	return &inputs{
+		status:     status,
 		identity:   identity,
 		source:     source,
 		raw:        raw,
@@ -287,7 +288,7 @@ func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstac
 	}
 	errs := ValidateResolved(cfg, subnet, configPath(in.source))
 	if len(errs) == 0 {
-		return nil
+		return a.resolveFloatingPool(ctx, network, in)
 	}
 	if cfg.NetworkID != "" && subnet.NetworkID != "" && subnet.NetworkID != cfg.NetworkID {
 		// Tell a network that does not exist from a subnet in another network.
@@ -296,6 +297,22 @@ func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstac
 		}
 	}
 	return configError("fix the provider config: %w", errs.ToAggregate())
+}
+
+// resolveFloatingPool looks the floating pool up by name before anything is created, while
+// the exposure has no floating IP yet (a pool that does not exist is a configuration error,
+// not a VIP port without a floating IP); the ID found is used for the allocation.
+func (a *Actuator) resolveFloatingPool(ctx context.Context, network *openstack.Network, in *inputs) error {
+	cfg := in.config
+	if cfg.InternalOnly || cfg.FloatingIP != "" || cfg.FloatingNetworkID != "" || in.status.FloatingIPID != "" {
+		return nil
+	}
+	id, err := network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
+	if err != nil {
+		return err
+	}
+	in.floatingNetworkID = id
+	return nil
 }
 
 // ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
@@ -439,7 +456,7 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 		return err
 	}
 	if fip == nil {
-		floatingNetworkID, err := floatingNetwork(ctx, network, cfg)
+		floatingNetworkID, err := floatingNetwork(ctx, network, cfg, in.floatingNetworkID)
 		if err != nil {
 			return err
 		}
@@ -506,7 +523,7 @@ func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, ne
 	if status.FloatingIPAdopted {
 		return configError("the floating IP %s named in floatingIP was deleted: allocate it again in the project", status.FloatingIPAddress)
 	}
-	floatingNetworkID, err := floatingNetwork(ctx, network, in.config)
+	floatingNetworkID, err := floatingNetwork(ctx, network, in.config, in.floatingNetworkID)
 	if err != nil {
 		return err
 	}
@@ -584,9 +601,12 @@ func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, net
 }
 
 // floatingNetwork returns the ID of the configured floating pool.
-func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Config) (string, error) {
-	if cfg.FloatingNetworkID != "" {
+func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Config, resolved string) (string, error) {
+	switch {
+	case cfg.FloatingNetworkID != "":
 		return cfg.FloatingNetworkID, nil
+	case resolved != "":
+		return resolved, nil
 	}
 	return network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
 }
@@ -595,7 +615,7 @@ func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Confi
 // exists: a new pool means a new address for the kube-apiserver, which clients and
 // kubeconfigs of the self-hosted shoot know; the pool is immutable like the VIP.
 func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP) error {
-	want, err := floatingNetwork(ctx, network, cfg)
+	want, err := floatingNetwork(ctx, network, cfg, "")
 	if err != nil {
 		return err
 	}

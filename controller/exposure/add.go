@@ -3,11 +3,15 @@ package exposure
 import (
 	"context"
 	"errors"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
 
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gardener/gardener/extensions/pkg/controller/selfhostedshootexposure"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -40,6 +44,12 @@ func AddToManager(_ context.Context, mgr manager.Manager, opts AddOptions) error
 	}
 	if opts.Type == "" {
 		opts.Type = DefaultType
+	}
+	if opts.Controller.RateLimiter == nil {
+		// A failed reconciliation (a configuration error included) is retried from 1 s on,
+		// doubling up to 5 min, not from controller-runtime's 5 ms: an exposure with a typo
+		// must not hammer Keystone and Neutron.
+		opts.Controller.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute)
 	}
 	// As selfhostedshootexposure.Add, with Gardener's reconciler wrapped so that an explicit
 	// reconcile verifies OpenStack and a healthy exposure is re-verified periodically.

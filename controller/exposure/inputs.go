@@ -29,6 +29,8 @@ const LabelControlPlane = "node-role.kubernetes.io/control-plane"
 // inputs is everything a reconciliation of the OpenStack part depends on, except the
 // exposure's endpoints.
 type inputs struct {
+	// status is the status the reconciliation started from.
+	status   *v1alpha1.ExposureStatus
 	identity string
 	source   ConfigSource
 	raw      *v1alpha1.ExposureConfig
@@ -40,6 +42,9 @@ type inputs struct {
 	secretHash string
 	port       int32
 	nodes      []controlPlaneNode
+	// floatingNetworkID is the floating pool resolved from its name before anything was
+	// created (empty when the config names the network by ID or nothing is allocated).
+	floatingNetworkID string
 }
 
 type controlPlaneNode struct {

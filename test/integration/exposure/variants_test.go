@@ -119,11 +119,17 @@ func TestErrorsInStatus(t *testing.T) {
 		providerConfig string
 		code           gardencorev1beta1.ErrorCode
 		mention        string
+		port           int32 // spec.port instead of 6443
 	}{
 		{name: "wrong password", secretPassword: "wrong-secret-Zq81", code: gardencorev1beta1.ErrorInfraUnauthenticated, mention: "credentials"},
 		{name: "both credential forms", secretPassword: "both-secret-Zq82", bothForms: true, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "not both"},
 		{name: "vip outside subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":"198.19.7.7"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "vipAddress"},
 		{name: "unknown field", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAdress":"198.18.0.7"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "vipAdress"},
+		// floatingPoolName was dropped from the Neutron query, so any single external
+		// network was taken: a pool that does not exist must be reported.
+		{name: "unknown floating pool", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingPoolName":"no-such-pool"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "no-such-pool"},
+		{name: "port out of range", port: 70000, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "70000"},
+		{name: "missing network", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "network 00000000-0000-0000-0000-000000000000 does not exist"},
 		{name: "missing subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "subnet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +142,9 @@ func TestErrorsInStatus(t *testing.T) {
 				}
 			}
 			exp := newExposure(exposureOptions{name: identity, secretName: secretName, providerConfig: tc.providerConfig})
+			if tc.port != 0 {
+				exp.Spec.Port = tc.port
+			}
 			create(t, ctx, e, exp, identity)
 			if secretName != "" {
 				// Deletion needs working credentials (it must look for tagged resources):
@@ -160,6 +169,12 @@ func TestErrorsInStatus(t *testing.T) {
 			}
 			if len(got.Status.Ingress) != 0 {
 				t.Errorf("ingress %v despite the error", got.Status.Ingress)
+			}
+			// A configuration error is found before the first side effect.
+			if slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
+				if p := taggedPorts(t, ctx, e, identity); len(p) != 0 {
+					t.Errorf("a VIP port was created before the configuration error: %v", p[0].ID)
+				}
 			}
 		})
 	}
