@@ -39,6 +39,9 @@ import (
 // gardener.cloud/operation=reconcile verifies at once.
 const DefaultVerifyInterval = 5 * time.Minute
 
+// DefaultInfrastructureWait is the default of ActuatorOptions.InfrastructureWait.
+const DefaultInfrastructureWait = 5 * time.Minute
+
 // AgentDeployer rolls out the kube-vip-agent; agentrollout.Deployer implements it.
 type AgentDeployer interface {
 	Deploy(ctx context.Context, spec agentrollout.Spec) error
@@ -60,6 +63,10 @@ type ActuatorOptions struct {
 	VerifyInterval time.Duration
 	// Clock is the clock for VerifyInterval and verifiedAt. Default: the real clock.
 	Clock clock.PassiveClock
+	// InfrastructureWait is how long a reconciliation waits, in Processing and without an
+	// error, for the Infrastructure's status when the provider config alone is incomplete
+	// (bootstrap: gardenadm reconciles both at once). Default: DefaultInfrastructureWait.
+	InfrastructureWait time.Duration
 	// MinBackoff and MaxBackoff bound the requeue delay after transient failures.
 	// Defaults: 2s and 2m.
 	MinBackoff, MaxBackoff time.Duration
@@ -90,6 +97,9 @@ func NewActuator(mgr manager.Manager, opts ActuatorOptions) *Actuator {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.InfrastructureWait == 0 {
+		opts.InfrastructureWait = DefaultInfrastructureWait
 	}
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = 2 * time.Second

@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -117,11 +119,35 @@ func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.Se
 		return nil, nil, nil, source, configError("fix the provider config: %w", errs.ToAggregate())
 	}
 
-	infra, err := a.infrastructureStatus(ctx, exp.Namespace)
+	infra, ready, err := a.infrastructureStatus(ctx, exp.Namespace)
 	if err != nil {
 		return nil, nil, nil, source, err
 	}
+	if !ready && len(ValidateResolved(ResolveConfig(cfg, infra), SubnetFacts{}, field.NewPath(string(source)))) > 0 {
+		// Bootstrap: gardenadm reconciles the Infrastructure at the same time as the
+		// exposure, and fails the step when lastError stays for 30 s. Wait for its status
+		// here, with the exposure in Processing, rather than report an error.
+		if infra, err = a.waitForInfrastructure(ctx, exp.Namespace); err != nil {
+			return nil, nil, nil, source, err
+		}
+	}
 	return cfg, ResolveConfig(cfg, infra), infra, source, nil
+}
+
+// waitForInfrastructure polls the cache until the Infrastructure in the namespace has a
+// providerStatus, at most InfrastructureWait.
+func (a *Actuator) waitForInfrastructure(ctx context.Context, namespace string) (*InfrastructureStatus, error) {
+	var infra *InfrastructureStatus
+	err := wait.PollUntilContextTimeout(ctx, time.Second, a.opts.InfrastructureWait, true, func(ctx context.Context) (bool, error) {
+		status, ready, err := a.infrastructureStatus(ctx, namespace)
+		infra = status
+		return ready, err
+	})
+	if wait.Interrupted(err) {
+		return nil, configError("the Infrastructure in %s has reported no status within %s, and the provider config alone does not name the network, subnet and floating pool: "+
+			"wait for the Infrastructure, or set them in the provider config", namespace, a.opts.InfrastructureWait)
+	}
+	return infra, err
 }
 
 func clusterShoot(cluster *extensionscontroller.Cluster) *gardencorev1beta1.Shoot {
@@ -131,22 +157,28 @@ func clusterShoot(cluster *extensionscontroller.Cluster) *gardencorev1beta1.Shoo
 	return cluster.Shoot
 }
 
-// infrastructureStatus reads the providerStatus of the Infrastructure in the namespace.
-// No Infrastructure gives an empty status: every field must then be in the provider config.
-func (a *Actuator) infrastructureStatus(ctx context.Context, namespace string) (*InfrastructureStatus, error) {
+// infrastructureStatus reads the providerStatus of the Infrastructure in the namespace;
+// ready is false while there is no Infrastructure or it has reported no status yet. An
+// Infrastructure that is not ready gives an empty status: every field must then be in the
+// provider config.
+func (a *Actuator) infrastructureStatus(ctx context.Context, namespace string) (status *InfrastructureStatus, ready bool, err error) {
 	list := &extensionsv1alpha1.InfrastructureList{}
 	if err := a.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing the Infrastructure in %s: %w", namespace, err)
+		return nil, false, fmt.Errorf("listing the Infrastructure in %s: %w", namespace, err)
 	}
 	if len(list.Items) == 0 {
-		return &InfrastructureStatus{}, nil
+		return &InfrastructureStatus{}, false, nil
 	}
 	slices.SortFunc(list.Items, func(x, y extensionsv1alpha1.Infrastructure) int { return strings.Compare(x.Name, y.Name) })
-	status, err := DecodeInfrastructureStatus(list.Items[0].Status.ProviderStatus)
-	if err != nil {
-		return nil, configError("the Infrastructure %s/%s has an unreadable providerStatus: %w", namespace, list.Items[0].Name, err)
+	raw := list.Items[0].Status.ProviderStatus
+	if raw == nil || (len(raw.Raw) == 0 && raw.Object == nil) {
+		return &InfrastructureStatus{}, false, nil
 	}
-	return status, nil
+	status, err = DecodeInfrastructureStatus(raw)
+	if err != nil {
+		return nil, false, configError("the Infrastructure %s/%s has an unreadable providerStatus: %w", namespace, list.Items[0].Name, err)
+	}
+	return status, true, nil
 }
 
 // cloudProfileConfig is the part of provider-openstack's CloudProfileConfig this extension

@@ -209,3 +209,58 @@ func patchConfig(t *testing.T, ctx context.Context, e *sharedEnv, exp *extension
 		t.Fatal(err)
 	}
 }
+
+// TestExposureWaitsForTheInfrastructure: at gardenadm init the Infrastructure is reconciled
+// at the same time as the exposure. An exposure created before the Infrastructure has a
+// status waits in Processing, without lastError, and succeeds once the status appears.
+func TestExposureWaitsForTheInfrastructure(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+
+	list := &extensionsv1alpha1.InfrastructureList{}
+	if err := e.cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 1 {
+		t.Fatalf("want the one shared Infrastructure: %v, %d", err, len(list.Items))
+	}
+	infra := &list.Items[0]
+	saved := infra.Status.ProviderStatus.DeepCopy()
+	setStatus := func(raw *runtime.RawExtension) {
+		t.Helper()
+		current := &extensionsv1alpha1.Infrastructure{}
+		if err := e.cp.Client.Get(context.Background(), client.ObjectKeyFromObject(infra), current); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(current.DeepCopy())
+		current.Status.ProviderStatus = raw
+		if err := e.cp.Client.Status().Patch(context.Background(), current, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(nil)
+	t.Cleanup(func() { setStatus(saved) })
+
+	startController(t, e)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+
+	// 5 s without an Infrastructure status: processing, never an error.
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+			t.Fatal(err)
+		}
+		if current.Status.LastError != nil || (current.Status.LastOperation != nil && current.Status.LastOperation.State != "Processing") {
+			t.Fatalf("before the Infrastructure has a status: %s; want Processing without lastError", describe(current))
+		}
+	}
+	setStatus(saved)
+	got := waitFor(t, ctx, e, exp, "ingress once the Infrastructure has its status", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		if x.Status.LastError != nil {
+			t.Fatalf("lastError on the way: %s", x.Status.LastError.Description)
+		}
+		return succeeded(x)
+	})
+	t.Logf("ingress %v", got.Status.Ingress)
+}
