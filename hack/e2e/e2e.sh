@@ -22,6 +22,15 @@
 #   E2E_OVS_BRIDGE       integration bridge of the devstack host      (default: br-int)
 #   E2E_NAME             name prefix of everything created            (default: kube-vip-e2e)
 #   E2E_TIMEOUT          seconds to wait for ingress and readyz       (default: 300)
+#   E2E_BINDING_OPENRC   optional: a file to source (in a subshell) for credentials that may
+#                        bind a port to a host, as Nova's service user does on a real cloud.
+#
+# Everything the extension and this script do runs with the project (non-admin)
+# credentials: the node port is created without `--host`, because `binding:host_id` is
+# admin-only in Neutron's default policy. ML2/OVN claims the unbound port for the chassis
+# whose OVS interface carries its iface-id, so that is enough there. ML2/OVS wires only
+# bound ports; set E2E_BINDING_OPENRC on such a host, and only the binding (the step Nova
+# does for a VM) uses those credentials.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -87,7 +96,11 @@ plug_node() {
   port_id="$(openstack port show "${NAME}-node" -f value -c id 2>/dev/null || true)"
   if [[ -z "$port_id" ]]; then
     port_id="$(openstack port create "${NAME}-node" --network "$NETWORK" --fixed-ip subnet="$SUBNET" \
-      --device-owner compute:nova --host "$(hostname)" -f value -c id)"
+      --device-owner compute:nova -f value -c id)"
+  fi
+  if [[ -n "${E2E_BINDING_OPENRC:-}" ]]; then
+    log "binding the port to $(hostname) with the credentials of ${E2E_BINDING_OPENRC}"
+    (set +u; source "$E2E_BINDING_OPENRC"; openstack port set --host "$(hostname)" "$port_id")
   fi
   mac="$(openstack port show "$port_id" -f json | jq -r .mac_address)"
   ip="$(openstack port show "$port_id" -f json | jq -r '.fixed_ips[0].ip_address')"
