@@ -11,7 +11,7 @@ set -euo pipefail
 
 ALL="python3-neutron python3-keystone uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
 iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates
-containerd runc containernetworking-plugins"
+containerd runc containernetworking-plugins gcc libc6-dev"
 pkgs=${*:-$ALL}
 
 missing=""

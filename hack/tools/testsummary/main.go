@@ -3,6 +3,15 @@
 // "<tier>: N passed, M failed, K skipped", and exits non-zero if anything failed. Tests
 // and subtests count alike; a package that fails without a failed test (a build error, a
 // crash in TestMain) counts as one failure.
+//
+// With -tooling, tests of the packages under those directories (the bench, the test
+// harnesses, the build tools) are counted apart from the product's: two lines,
+// "<tier> product: …" and "<tier> tooling: …", come before the tier's line, and the
+// summary file gets those two.
+//
+// gotestsum would print the failures, but its closing line ("DONE 52 tests, 3 skipped,
+// 1 failure") has another format and it cannot split product from tooling tests, so this
+// stays.
 package main
 
 import (
@@ -32,20 +41,58 @@ type counts struct {
 	passed, failed, skipped int
 }
 
+func (c *counts) add(o counts) {
+	c.passed += o.passed
+	c.failed += o.failed
+	c.skipped += o.skipped
+}
+
+func (c counts) String() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", c.passed, c.failed, c.skipped)
+}
+
 type summarizer struct {
 	out        io.Writer
 	buffered   map[string][]string // output of running tests, by package and test
 	failedPkgs map[string]bool
 	pkgFailed  map[string]int // failed tests per package
-	c          counts
+	tooling    []string       // directories (e.g. "test/bench") whose packages are tooling
+	product    counts
+	tool       counts
 	failures   []string
+}
+
+func newSummarizer(out io.Writer, tooling []string) *summarizer {
+	return &summarizer{out: out, buffered: map[string][]string{}, failedPkgs: map[string]bool{}, pkgFailed: map[string]int{}, tooling: tooling}
+}
+
+// countsOf returns the counts a package's tests go to.
+func (s *summarizer) countsOf(pkg string) *counts {
+	for _, dir := range s.tooling {
+		dir = "/" + strings.Trim(dir, "/")
+		if strings.HasSuffix(pkg, dir) || strings.Contains(pkg, dir+"/") {
+			return &s.tool
+		}
+	}
+	return &s.product
+}
+
+func (s *summarizer) total() counts {
+	c := s.product
+	c.add(s.tool)
+	return c
 }
 
 func main() {
 	tier := flag.String("tier", "tests", "name of the test tier in the summary line")
 	summaryFile := flag.String("summary-file", "", "also write the summary line to this file")
 	rawFile := flag.String("raw", "", "also copy the raw JSON stream to this file")
+	tooling := flag.String("tooling", "", "comma-separated directories (e.g. test/bench,hack/tools) whose tests are counted as tooling, apart from the product's")
 	flag.Parse()
+	var toolingDirs []string
+	if *tooling != "" {
+		toolingDirs = strings.Split(*tooling, ",")
+	}
 
 	in := io.Reader(os.Stdin)
 	if *rawFile != "" {
@@ -63,20 +110,26 @@ func main() {
 	}
 
 	start := time.Now()
-	s := &summarizer{out: os.Stdout, buffered: map[string][]string{}, failedPkgs: map[string]bool{}, pkgFailed: map[string]int{}}
+	s := newSummarizer(os.Stdout, toolingDirs)
 	if err := s.read(in); err != nil {
 		fmt.Fprintln(os.Stderr, "testsummary:", err)
 		os.Exit(2)
 	}
 	line := s.summary(*tier, time.Since(start))
+	file := line + "\n"
+	if len(toolingDirs) > 0 {
+		split := s.split(*tier)
+		fmt.Fprint(s.out, split)
+		file = split
+	}
 	fmt.Fprintln(s.out, line)
 	if *summaryFile != "" {
-		if err := os.WriteFile(*summaryFile, []byte(line+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(*summaryFile, []byte(file), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "testsummary:", err)
 			os.Exit(2)
 		}
 	}
-	if s.c.failed > 0 {
+	if s.total().failed > 0 {
 		os.Exit(1)
 	}
 }
@@ -119,12 +172,12 @@ func (s *summarizer) handle(e event) {
 		s.buffered[key] = append(s.buffered[key], e.Output)
 	case "pass":
 		if e.Test != "" {
-			s.c.passed++
+			s.countsOf(e.Package).passed++
 			delete(s.buffered, key)
 		}
 	case "skip":
 		if e.Test != "" {
-			s.c.skipped++
+			s.countsOf(e.Package).skipped++
 			fmt.Fprintf(s.out, "SKIP %s %s: %s\n", e.Package, e.Test, skipReason(s.buffered[key]))
 			delete(s.buffered, key)
 		}
@@ -133,7 +186,7 @@ func (s *summarizer) handle(e event) {
 			s.failedPkgs[e.Package] = true
 			return
 		}
-		s.c.failed++
+		s.countsOf(e.Package).failed++
 		s.pkgFailed[e.Package]++
 		s.failures = append(s.failures, e.Package+" "+e.Test)
 		fmt.Fprintf(s.out, "FAIL %s %s (%.1fs)\n", e.Package, e.Test, e.Elapsed)
@@ -155,7 +208,7 @@ func (s *summarizer) finish() {
 	}
 	sort.Strings(pkgs)
 	for _, p := range pkgs {
-		s.c.failed++
+		s.countsOf(p).failed++
 		s.failures = append(s.failures, p+" (package)")
 	}
 	for key, lines := range s.buffered {
@@ -173,7 +226,12 @@ func (s *summarizer) summary(tier string, took time.Duration) string {
 			fmt.Fprintln(s.out, "  "+f)
 		}
 	}
-	return fmt.Sprintf("%s: %d passed, %d failed, %d skipped (%s)", tier, s.c.passed, s.c.failed, s.c.skipped, took.Round(time.Second))
+	return fmt.Sprintf("%s: %s (%s)", tier, s.total(), took.Round(time.Second))
+}
+
+// split returns the product and tooling lines of the tier.
+func (s *summarizer) split(tier string) string {
+	return fmt.Sprintf("%s product: %s\n%s tooling: %s\n", tier, s.product, tier, s.tool)
 }
 
 // skipReason returns the test's last output line that is not the "--- SKIP" line.

@@ -23,7 +23,7 @@ func TestSummary(t *testing.T) {
 		`{"Action":"fail","Package":"q"}`,
 	}, "\n")
 	var out bytes.Buffer
-	s := &summarizer{out: &out, buffered: map[string][]string{}, failedPkgs: map[string]bool{}, pkgFailed: map[string]int{}}
+	s := newSummarizer(&out, nil)
 	if err := s.read(strings.NewReader(stream)); err != nil {
 		t.Fatal(err)
 	}
@@ -35,5 +35,30 @@ func TestSummary(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestToolingCountedApart(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"Action":"pass","Package":"m/controller/exposure","Test":"TestA"}`,
+		`{"Action":"pass","Package":"m/test/integration/exposure","Test":"TestB"}`,
+		`{"Action":"pass","Package":"m/test/bench/stats","Test":"TestC"}`,
+		`{"Action":"fail","Package":"m/test/bench","Test":"TestD"}`,
+		`{"Action":"skip","Package":"m/hack/tools/testsummary","Test":"TestE"}`,
+		`{"Action":"pass","Package":"m/test/benchmarks","Test":"TestF"}`,
+		`{"ImportPath":"m/test/netns","Action":"build-fail"}`,
+		`{"Action":"fail","Package":"m/test/netns"}`,
+	}, "\n")
+	var out bytes.Buffer
+	s := newSummarizer(&out, []string{"test/bench", "test/netns", "hack/tools/"})
+	if err := s.read(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	want := "it product: 3 passed, 0 failed, 0 skipped\nit tooling: 1 passed, 2 failed, 1 skipped\n"
+	if got := s.split("it"); got != want {
+		t.Errorf("split %q, want %q", got, want)
+	}
+	if got, want := s.summary("it", 0), "it: 4 passed, 2 failed, 1 skipped (0s)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
 	}
 }
