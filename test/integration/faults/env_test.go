@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -230,9 +232,11 @@ func startController(t *testing.T, e *sharedEnv) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	controllerCache = mgr.GetClient()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			controllerCache = nil
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("manager: %v", err)
@@ -252,6 +256,26 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// controllerCache is the running controller's cached client (nil while none runs).
+var controllerCache client.Reader
+
+// waitForTechnicalID waits until the running controller's cache sees the Cluster with the
+// technical ID: the controller derives the cluster identity from it once, at the first
+// reconciliation of an exposure, and records it; an exposure created while the cache still
+// holds the previous ID would be bound to that one.
+func waitForTechnicalID(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	if controllerCache == nil {
+		return
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, converge, true, func(ctx context.Context) (bool, error) {
+		cluster, err := extensionscontroller.GetCluster(ctx, controllerCache, ns)
+		return err == nil && cluster.Shoot != nil && cluster.Shoot.Status.TechnicalID == id, nil
+	}); err != nil {
+		t.Fatalf("the controller's cache did not see technical ID %s: %v", id, err)
+	}
+}
+
 // newExposure returns an exposure for the shared nodes with a fresh cluster identity.
 func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (*extensionsv1alpha1.SelfHostedShootExposure, string) {
 	t.Helper()
@@ -261,6 +285,7 @@ func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (
 	if err := framework.SetTechnicalID(ctx, e.cp.Client, id); err != nil {
 		t.Fatal(err)
 	}
+	waitForTechnicalID(t, ctx, id)
 	exp := &extensionsv1alpha1.SelfHostedShootExposure{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{
