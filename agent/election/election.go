@@ -108,7 +108,11 @@ type Elector struct {
 	observedAt   time.Time
 	leading      bool
 	renewStarted time.Time // start of the last successful acquisition or renewal
-	lastHolder   string
+	// renewLate: the last successful write completed after its term's RefreshBy, so the
+	// VIP could not be refreshed in that term and would lapse before the next regular
+	// renewal; the leader renews again at once instead of a retry period later.
+	renewLate  bool
+	lastHolder string
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -390,7 +394,7 @@ func (e *Elector) step(ctx context.Context) {
 			e.stopLeading("not eligible any more", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
+		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
 		}
 		return
@@ -447,6 +451,8 @@ func (e *Elector) nextWakeup() time.Duration {
 	now := e.clock.Now()
 	var at time.Time
 	switch {
+	case e.leading && e.renewLate:
+		return 0
 	case e.leading:
 		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
 		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
@@ -469,6 +475,7 @@ func (e *Elector) nextWakeup() time.Duration {
 // tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
 func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	start := e.clock.Now()
+	e.renewLate = false // a failed write is retried at the usual pace
 	if e.observed == nil {
 		lease, err := e.create(ctx)
 		if apierrors.IsAlreadyExists(err) {
@@ -529,13 +536,19 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 	e.observe(updated, true)
 	e.renewStarted = start
+	term := e.cfg.Timings.TermFrom(start)
+	// A write that took longer than the refresh window (an etcd leader change, a loaded
+	// API server) gives a term in which the VIP may not be refreshed; renewing again at
+	// once costs one write and gives a fresh term, instead of a VIP that lapses until the
+	// next regular renewal (a takeover would add no VIP for a whole retry period).
+	e.renewLate = e.clock.Now().After(term.RefreshBy)
 	newTerm := !e.leading
 	if newTerm {
 		e.leading = true
 		e.log.Info("Became leader", "reason", acquireReason(renewing))
 	}
 	if e.cfg.Callbacks.OnLeading != nil {
-		e.cfg.Callbacks.OnLeading(e.cfg.Timings.TermFrom(start), newTerm)
+		e.cfg.Callbacks.OnLeading(term, newTerm)
 	}
 }
 
@@ -549,7 +562,7 @@ func acquireReason(renewing bool) string {
 // stopLeading ends the term; with release, the Lease is handed back so that a follower
 // takes over without waiting for it to expire.
 func (e *Elector) stopLeading(reason string, release bool) {
-	e.leading = false
+	e.leading, e.renewLate = false, false
 	e.log.Info("Stopped leading", "reason", reason)
 	if e.cfg.Callbacks.OnStoppedLeading != nil && !e.cfg.Callbacks.OnStoppedLeading(reason) {
 		e.log.Info("Not releasing the Lease: the leader's resources could not be removed; it will expire")

@@ -326,3 +326,59 @@ func TestRepeatedDeletionNoticeDoesNotRestartTheWait(t *testing.T) {
 		t.Fatal("a Lease deleted 2s ago is never re-created while the deletion keeps being reported")
 	}
 }
+
+// M3: a write that completes after the term's RefreshBy gives a term in which the VIP
+// cannot be refreshed. The leader must renew again at once rather than a retry period
+// later, or the VIP lapses (and a takeover adds no VIP) for most of a retry period.
+func TestSlowWriteIsRenewedAtOnce(t *testing.T) {
+	for _, acquiring := range []bool{true, false} {
+		h := newHarness()
+		tm := timing.Defaults()
+		a, rec := h.candidate(t, "node-a", tm)
+		if !acquiring {
+			a.tryAcquireOrRenew(context.Background())
+			h.clock.Step(tm.RetryPeriod)
+		}
+		h.leases.writeDelay = 300 * time.Millisecond
+		if acquiring {
+			a.tryAcquireOrRenew(context.Background())
+		} else {
+			a.step(context.Background())
+		}
+		if n := len(rec.terms); n == 0 || h.clock.Now().Before(rec.terms[n-1].RefreshBy) {
+			t.Fatalf("acquiring=%v: the write was not slow enough for the test: terms %+v", acquiring, rec.terms)
+		}
+		h.leases.writeDelay = 10 * time.Millisecond
+		if wait := a.nextWakeup(); wait != 0 {
+			t.Fatalf("acquiring=%v: after a write that outlived the refresh window the next renewal is %s away, want at once", acquiring, wait)
+		}
+		before := len(rec.terms)
+		a.step(context.Background())
+		if len(rec.terms) != before+1 {
+			t.Fatalf("acquiring=%v: no renewal at once after a slow write", acquiring)
+		}
+		if last := rec.terms[len(rec.terms)-1]; h.clock.Now().After(last.RefreshBy) {
+			t.Fatalf("acquiring=%v: the fresh term allows no refresh either", acquiring)
+		}
+		// Back to the regular pace after a timely write.
+		if wait := a.nextWakeup(); wait < tm.RetryPeriod-20*time.Millisecond {
+			t.Fatalf("acquiring=%v: next renewal in %s after a timely one, want about the retry period", acquiring, wait)
+		}
+	}
+}
+
+// A failed renewal after a slow one must not turn into a tight loop of writes.
+func TestFailedRenewalAfterSlowWriteKeepsThePace(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, _ := h.candidate(t, "node-a", tm)
+	h.leases.writeDelay = 300 * time.Millisecond
+	a.tryAcquireOrRenew(context.Background())
+	h.leases.set(h.leases.current()) // a foreign write: the next renewal conflicts
+	h.leases.writeDelay = 0
+	a.observed.ResourceVersion = "1"
+	a.step(context.Background())
+	if wait := a.nextWakeup(); wait == 0 {
+		t.Fatal("a failed renewal is retried at once, in a tight loop")
+	}
+}
