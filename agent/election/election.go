@@ -55,9 +55,14 @@ type Config struct {
 	// it saw before it takes over; the leader's term ends RenewDeadline after the start of
 	// its last successful renewal; RetryPeriod is the interval of its renewals.
 	Timings timing.Timings
-	// Eligible reports whether this candidate may lead now (for example, whether its local
-	// kube-apiserver is healthy). Nil means always.
+	// Eligible reports whether this candidate may take the lead now (for example, whether
+	// its local kube-apiserver is healthy). Nil means always.
 	Eligible func() bool
+	// MayKeep reports whether this candidate, while it leads, may go on leading; a leader
+	// that may not ends its term and releases the Lease. Nil means Eligible. It may be
+	// looser than Eligible (hysteresis), never a reason to skip a renewal: the term still
+	// ends RenewDeadline after the last successful one.
+	MayKeep func() bool
 	// Callbacks receive the leadership changes.
 	Callbacks Callbacks
 	// Clock is the clock; nil means the real one.
@@ -137,6 +142,9 @@ func New(cfg Config) (*Elector, error) {
 	}
 	if cfg.Eligible == nil {
 		cfg.Eligible = func() bool { return true }
+	}
+	if cfg.MayKeep == nil {
+		cfg.MayKeep = cfg.Eligible
 	}
 	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1)}, nil
 }
@@ -390,7 +398,7 @@ func (e *Elector) step(ctx context.Context) {
 		switch holder := holderOf(e.observed); {
 		case e.observed != nil && holder != e.cfg.Identity:
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
-		case !e.cfg.Eligible():
+		case !e.cfg.MayKeep():
 			e.stopLeading("not eligible any more", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)

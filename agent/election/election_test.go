@@ -382,3 +382,39 @@ func TestFailedRenewalAfterSlowWriteKeepsThePace(t *testing.T) {
 		t.Fatal("a failed renewal is retried at once, in a tight loop")
 	}
 }
+
+// M5: a leader that may keep the lead (the hold after its API server turned unready) goes
+// on renewing although it could not take the lead now; once it may not keep it, it ends
+// the term and releases the Lease.
+func TestLeaderMayKeepWhatItCouldNotTake(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	eligible, mayKeep := true, true
+	rec := &recorded{}
+	a, err := New(Config{
+		Leases: h.leases, Name: "kube-vip-agent", Identity: "node-a", Timings: tm, Clock: h.clock, Log: logr.Discard(),
+		Eligible: func() bool { return eligible }, MayKeep: func() bool { return mayKeep },
+		Callbacks: Callbacks{
+			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
+			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.tryAcquireOrRenew(context.Background())
+	eligible = false
+	h.clock.Step(tm.RetryPeriod)
+	a.step(context.Background())
+	if !a.leading || len(rec.terms) != 2 || len(rec.stopped) != 0 {
+		t.Fatalf("leading=%v terms=%d stopped=%v: a leader in its hold must renew", a.leading, len(rec.terms), rec.stopped)
+	}
+	mayKeep = false
+	a.step(context.Background())
+	if a.leading || len(rec.stopped) != 1 || !isRelease(h.leases.current()) {
+		t.Fatalf("leading=%v stopped=%v: a leader whose hold ended must stop and release", a.leading, rec.stopped)
+	}
+}
