@@ -126,11 +126,17 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	defer stop()
 	linkDone := make(chan struct{})
 	defer close(linkDone)
-	if err := addr.WatchLink(linkDone, monitor.SetLink); err != nil {
+	// The watch reports the link's current state first (it lists the links), then every
+	// change; a subscription that the kernel ends (ENOBUFS) is renewed and listed again.
+	err = addr.WatchLink(linkDone, vip.LinkWatch{
+		OnChange: monitor.SetLink,
+		OnRestart: func(err error) {
+			m.linkWatchRestarts.Inc()
+			log.Error(err, "The link watch ended; subscribing again and re-reading the link")
+		},
+	})
+	if err != nil {
 		return err
-	}
-	if up, err := addr.LinkUp(); err == nil {
-		monitor.SetLink(up)
 	}
 
 	var wg sync.WaitGroup

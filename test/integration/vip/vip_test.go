@@ -6,10 +6,14 @@ package vip_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,8 +151,16 @@ func TestLinkWatch(t *testing.T) {
 		changes := make(chan bool, 8)
 		done := make(chan struct{})
 		defer close(done)
-		if err := a.WatchLink(done, func(up bool) { changes <- up }); err != nil {
+		if err := a.WatchLink(done, vip.LinkWatch{OnChange: func(up bool) { changes <- up }}); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case up := <-changes:
+			if !up {
+				t.Fatal("the watch started with the link reported down")
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("no report of the link's state when the watch started")
 		}
 		run("link", "set", "dummy0", "down")
 		select {
@@ -169,6 +181,83 @@ func TestLinkWatch(t *testing.T) {
 			t.Fatal("no report of the link coming up")
 		}
 	})
+}
+
+// M4: a burst of link messages that overflows the watch's socket (ENOBUFS) must not end
+// the watch: a consumer that is busy during the burst must not make the kernel drop
+// messages, and a subscription the kernel ends anyway is renewed and lists the links again,
+// so later changes are still reported.
+func TestLinkWatchSurvivesABurst(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		buffer      int // 0: the default
+		wantRestart bool
+	}{
+		{"default buffer, consumer busy", 0, false},
+		{"smallest buffer: the kernel ends the subscription", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inNamespace(t, func(run func(args ...string) string) {
+				a, err := vip.New("dummy0", address, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				changes := make(chan bool, 64)
+				busy := make(chan struct{})
+				var mu sync.Mutex
+				var restarts []error
+				done := make(chan struct{})
+				defer close(done)
+				err = a.WatchLink(done, vip.LinkWatch{
+					OnChange: func(up bool) {
+						<-busy // the consumer (the keeper, busy with netlink) stalls during the burst
+						changes <- up
+					},
+					OnRestart: func(err error) {
+						mu.Lock()
+						restarts = append(restarts, err)
+						mu.Unlock()
+					},
+					ReceiveBuffer: tc.buffer,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				run("link", "set", "dummy0", "down") // a change the consumer is busy with
+				// A burst of link messages: 300 veth pairs created at once, as when many
+				// pods are set up or torn down together.
+				var batch strings.Builder
+				for i := range 300 {
+					fmt.Fprintf(&batch, "link add b%d type veth peer name c%d\n", i, i)
+				}
+				file := filepath.Join(t.TempDir(), "burst")
+				if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				run("-batch", file)
+				close(busy)
+				time.Sleep(500 * time.Millisecond)
+				for len(changes) > 0 {
+					<-changes
+				}
+				run("link", "set", "dummy0", "up")
+				select {
+				case up := <-changes:
+					if !up {
+						t.Fatal("link up reported as down")
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the link coming up after a burst of link messages was never reported: the watch died")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				t.Logf("%d subscription(s) renewed: %v", len(restarts), restarts)
+				if tc.wantRestart && len(restarts) == 0 {
+					t.Error("the kernel never ended the subscription; the test did not exercise the renewal")
+				}
+			})
+		})
+	}
 }
 
 func TestDetectInterfaceFailsClearly(t *testing.T) {
