@@ -57,6 +57,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer addr.Close()
 	announcer, err := arp.New(iface, address)
 	if err != nil {
 		return err

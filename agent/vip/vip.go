@@ -27,7 +27,13 @@ type Address struct {
 	link     netlink.Link
 	vip      netip.Addr
 	lifetime int // seconds
+	// h keeps one netlink socket for all requests, instead of a fresh socket per request.
+	h *netlink.Handle
 }
+
+// netlinkTimeout bounds one netlink request; the kernel answers in microseconds unless
+// rtnl_lock is held for long.
+const netlinkTimeout = time.Second
 
 // New returns the VIP on the named interface. lifetime is the kernel valid_lft and must be
 // a whole number of seconds, at least one.
@@ -38,12 +44,24 @@ func New(iface string, vip netip.Addr, lifetime time.Duration) (*Address, error)
 	if lifetime < time.Second || lifetime%time.Second != 0 {
 		return nil, fmt.Errorf("the VIP lifetime must be a whole number of seconds, at least 1s, got %s", lifetime)
 	}
-	link, err := netlink.LinkByName(iface)
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
+		return nil, fmt.Errorf("opening a netlink socket: %w", err)
+	}
+	if err := h.SetSocketTimeout(netlinkTimeout); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("setting the netlink socket's timeout: %w", err)
+	}
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		h.Close()
 		return nil, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	return &Address{name: iface, link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second)}, nil
+	return &Address{name: iface, link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second), h: h}, nil
 }
+
+// Close releases the netlink socket.
+func (a *Address) Close() { a.h.Close() }
 
 // Interface is the name of the interface.
 func (a *Address) Interface() string { return a.name }
@@ -52,7 +70,7 @@ func (a *Address) Interface() string { return a.name }
 // interface that was deleted and created again has a new index.
 func (a *Address) relink(err error) {
 	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EINVAL) {
-		if link, lerr := netlink.LinkByName(a.name); lerr == nil {
+		if link, lerr := a.h.LinkByName(a.name); lerr == nil {
 			a.link = link
 		}
 	}
@@ -80,7 +98,7 @@ func (a *Address) Present() (bool, error) {
 	if a.vip.Is6() {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := addrList(a.link, family)
+	addrs, err := addrList(a.h, a.link, family)
 	if err != nil {
 		a.relink(err)
 		return false, fmt.Errorf("listing the addresses of %s: %w", a.Interface(), err)
@@ -94,22 +112,28 @@ func (a *Address) Present() (bool, error) {
 }
 
 // Ensure adds the VIP, or resets its lifetime if it is there, and reports whether it was
-// missing.
+// missing. It never lists the host's addresses (thousands on a node whose kube-proxy puts
+// every ClusterIP on kube-ipvs0): an exclusive add tells whether the address was there,
+// and only then a replace refreshes its lifetime.
 func (a *Address) Ensure() (bool, error) {
-	present, err := a.Present()
-	if err != nil {
-		return false, err
+	addr := a.netlinkAddr()
+	err := a.h.AddrAdd(a.link, addr)
+	if errors.Is(err, unix.EEXIST) {
+		err = a.h.AddrReplace(a.link, addr)
+		if err == nil {
+			return false, nil
+		}
 	}
-	if err := netlink.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+	if err != nil {
 		a.relink(err)
 		return false, fmt.Errorf("adding %s to %s: %w", a.vip, a.Interface(), err)
 	}
-	return !present, nil
+	return true, nil
 }
 
 // Remove removes the VIP and reports whether it was there.
 func (a *Address) Remove() (bool, error) {
-	err := netlink.AddrDel(a.link, a.netlinkAddr())
+	err := a.h.AddrDel(a.link, a.netlinkAddr())
 	switch {
 	case err == nil:
 		return true, nil
@@ -123,7 +147,7 @@ func (a *Address) Remove() (bool, error) {
 
 // LinkUp reports whether the interface is up with a carrier.
 func (a *Address) LinkUp() (bool, error) {
-	link, err := netlink.LinkByName(a.name)
+	link, err := a.h.LinkByName(a.name)
 	if err != nil {
 		return false, fmt.Errorf("reading %s: %w", a.Interface(), err)
 	}
@@ -300,7 +324,7 @@ func DetectInterface(vip netip.Addr) (string, error) {
 		family = netlink.FAMILY_V6
 	}
 	for _, link := range links {
-		addrs, err := addrList(link, family)
+		addrs, err := addrList(nil, link, family)
 		if err != nil {
 			continue
 		}
@@ -332,11 +356,14 @@ func DetectInterface(vip netip.Addr) (string, error) {
 // addrList lists addresses, retrying a dump that the kernel interrupted because the
 // addresses changed meanwhile (busy hosts: pods come and go); after a few tries it takes
 // the last, possibly incomplete, answer.
-func addrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+func addrList(h *netlink.Handle, link netlink.Link, family int) ([]netlink.Addr, error) {
+	if h == nil {
+		h = &netlink.Handle{} // a fresh socket per request
+	}
 	var addrs []netlink.Addr
 	var err error
 	for range 3 {
-		if addrs, err = netlink.AddrList(link, family); !errors.Is(err, netlink.ErrDumpInterrupted) {
+		if addrs, err = h.AddrList(link, family); !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return addrs, err
 		}
 	}

@@ -28,7 +28,7 @@ var address = netip.MustParseAddr("198.18.5.100")
 
 // inNamespace runs the test body on a thread that is inside a fresh namespace with one
 // interface, dummy0 (one end of a veth pair), holding 198.18.5.2/24.
-func inNamespace(t *testing.T, body func(run func(args ...string) string)) {
+func inNamespace(t testing.TB, body func(run func(args ...string) string)) {
 	framework.RequireRoot(t)
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -79,6 +79,7 @@ func TestVIPOnTheKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close()
 
 		added, err := a.Ensure()
 		if err != nil || !added {
@@ -145,6 +146,7 @@ func TestLinkWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close()
 		if up, err := a.LinkUp(); err != nil || !up {
 			t.Fatalf("LinkUp = %v, %v; want up", up, err)
 		}
@@ -202,6 +204,7 @@ func TestLinkWatchSurvivesABurst(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				defer a.Close()
 				changes := make(chan bool, 64)
 				busy := make(chan struct{})
 				var mu sync.Mutex
@@ -265,6 +268,38 @@ func TestDetectInterfaceFailsClearly(t *testing.T) {
 		_, err := vip.DetectInterface(netip.MustParseAddr("198.19.9.9"))
 		if err == nil || !strings.Contains(err.Error(), "set the interface explicitly") {
 			t.Fatalf("DetectInterface for an address in no local subnet = %v; want a clear error", err)
+		}
+	})
+}
+
+// BenchmarkEnsureOnABusyHost measures one refresh of the VIP on a host with 5000 other
+// addresses (kube-proxy in IPVS mode puts every ClusterIP on kube-ipvs0): the leader
+// refreshes on every keeper tick of its refresh window, so the cost must not grow with
+// the host's addresses.
+func BenchmarkEnsureOnABusyHost(b *testing.B) {
+	inNamespace(b, func(run func(args ...string) string) {
+		var batch strings.Builder
+		for i := range 5000 {
+			fmt.Fprintf(&batch, "addr add 198.19.%d.%d/32 dev peer0\n", i/250, i%250+1)
+		}
+		file := filepath.Join(b.TempDir(), "addrs")
+		if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		run("-batch", file)
+		a, err := vip.New("dummy0", address, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := a.Ensure(); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := a.Ensure(); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
