@@ -45,6 +45,7 @@ type options struct {
 	noFailoverLimit int
 	from            string
 	logs            string
+	soak            int
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
+	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -132,6 +134,12 @@ func run(ctx context.Context, o options) error {
 	res := &report.Results{
 		Started: started, CPUs: runtime.NumCPU(), VIP: h.VIP().String(), Nodes: len(h.Nodes()),
 		Probe: "TCP connect from the client namespace to VIP:6443 every 10ms, 200ms timeout",
+	}
+	if o.soak > 0 {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		return runSoak(ctx, log, r, h, sut.Agent{Path: bins.agent}, scenarios, o.soak, filepath.Join(out, "work"), out)
 	}
 	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
 	if err != nil {
