@@ -121,10 +121,17 @@ type recorded struct {
 
 func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
 	t.Helper()
+	return h.candidateWith(t, Config{Identity: identity, Timings: tm})
+}
+
+// candidateWith is candidate with the eligibility functions of cfg (its Identity and
+// Timings too; the rest is the harness's).
+func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) {
+	t.Helper()
 	rec := &recorded{}
 	e, err := New(Config{
-		Leases: h.leases, Name: "kube-vip-agent", Identity: identity, Timings: tm,
-		Clock: h.clock, Log: logr.Discard(),
+		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
+		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
@@ -390,21 +397,8 @@ func TestLeaderMayKeepWhatItCouldNotTake(t *testing.T) {
 	h := newHarness()
 	tm := timing.Defaults()
 	eligible, mayKeep := true, true
-	rec := &recorded{}
-	a, err := New(Config{
-		Leases: h.leases, Name: "kube-vip-agent", Identity: "node-a", Timings: tm, Clock: h.clock, Log: logr.Discard(),
-		Eligible: func() bool { return eligible }, MayKeep: func() bool { return mayKeep },
-		Callbacks: Callbacks{
-			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
-			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm,
+		Eligible: func() bool { return eligible }, MayKeep: func() bool { return mayKeep }})
 	a.tryAcquireOrRenew(context.Background())
 	eligible = false
 	h.clock.Step(tm.RetryPeriod)

@@ -156,33 +156,25 @@ func TestLinkWatch(t *testing.T) {
 		if err := a.WatchLink(done, vip.LinkWatch{OnChange: func(up bool) { changes <- up }}); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case up := <-changes:
-			if !up {
-				t.Fatal("the watch started with the link reported down")
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no report of the link's state when the watch started")
-		}
+		expectLink(t, changes, true, "the link's state when the watch started")
 		run("link", "set", "dummy0", "down")
-		select {
-		case up := <-changes:
-			if up {
-				t.Fatal("link down reported as up")
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no report of the link going down")
-		}
+		expectLink(t, changes, false, "the link going down")
 		run("link", "set", "dummy0", "up")
-		select {
-		case up := <-changes:
-			if !up {
-				t.Fatal("link up reported as down")
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no report of the link coming up")
-		}
+		expectLink(t, changes, true, "the link coming up")
 	})
+}
+
+// expectLink waits up to 5 s for the next report of the link watch and checks it.
+func expectLink(t *testing.T, changes <-chan bool, want bool, what string) {
+	t.Helper()
+	select {
+	case up := <-changes:
+		if up != want {
+			t.Fatalf("%s: reported up=%v, want %v", what, up, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no report of %s", what)
+	}
 }
 
 // M4: a burst of link messages that overflows the watch's socket (ENOBUFS) must not end
@@ -244,14 +236,7 @@ func TestLinkWatchSurvivesABurst(t *testing.T) {
 					<-changes
 				}
 				run("link", "set", "dummy0", "up")
-				select {
-				case up := <-changes:
-					if !up {
-						t.Fatal("link up reported as down")
-					}
-				case <-time.After(5 * time.Second):
-					t.Fatal("the link coming up after a burst of link messages was never reported: the watch died")
-				}
+				expectLink(t, changes, true, "the link coming up after a burst of link messages (the watch died?)")
 				mu.Lock()
 				defer mu.Unlock()
 				t.Logf("%d subscription(s) renewed: %v", len(restarts), restarts)
