@@ -116,7 +116,10 @@ type Elector struct {
 	// renewLate: the last successful write completed after its term's RefreshBy, so the
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
-	renewLate  bool
+	renewLate bool
+	// resignedAt is when this candidate last gave the lead up because it was not eligible
+	// (see heldDown).
+	resignedAt time.Time
 	lastHolder string
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
@@ -399,6 +402,7 @@ func (e *Elector) step(ctx context.Context) {
 		case e.observed != nil && holder != e.cfg.Identity:
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
 		case !e.cfg.MayKeep():
+			e.resignedAt = now
 			e.stopLeading("not eligible any more", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
@@ -448,11 +452,24 @@ func (e *Elector) canAcquire(now time.Time) bool {
 	case e.cfg.Identity:
 		return e.ownRecord() || expired
 	case "":
-		return e.releaseSeen || expired
+		return (e.releaseSeen && !e.heldDown(now)) || expired
 	default:
 		return expired
 	}
 }
+
+// heldDown reports whether this candidate resigned for lack of eligibility less than
+// healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
+// the other candidates get it first, so that a flapping node (an API server in a restart
+// loop) does not win its own release back and move the VIP again and again. It still
+// takes a Lease that nobody renewed for a lease duration.
+func (e *Elector) heldDown(now time.Time) bool {
+	return !e.resignedAt.IsZero() && now.Before(e.resignedAt.Add(e.healthHoldDown()))
+}
+
+// healthHoldDown is how long a candidate that resigned for lack of eligibility leaves
+// releases to the others: two lease durations.
+func (e *Elector) healthHoldDown() time.Duration { return 2 * e.cfg.Timings.LeaseDuration }
 
 // nextWakeup is how long the loop may sleep before step has something to do.
 func (e *Elector) nextWakeup() time.Duration {

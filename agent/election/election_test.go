@@ -412,3 +412,31 @@ func TestLeaderMayKeepWhatItCouldNotTake(t *testing.T) {
 		t.Fatalf("leading=%v stopped=%v: a leader whose hold ended must stop and release", a.leading, rec.stopped)
 	}
 }
+
+// M5 (flapping): a leader that resigned because it was not eligible any more does not win
+// its own release back the moment it is eligible again; the others take it at once, and it
+// takes the Lease only once nobody renewed it for a lease duration.
+func TestResignedLeaderIsHeldDown(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	eligible := true
+	a, _ := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Eligible: func() bool { return eligible }})
+	b, _ := h.candidate(t, "node-b", tm)
+	a.tryAcquireOrRenew(context.Background())
+	eligible = false
+	a.step(context.Background())
+	if a.leading || !isRelease(h.leases.current()) {
+		t.Fatal("the ineligible leader did not resign and release")
+	}
+	eligible = true // healthy again one probe later
+	b.observe(h.leases.current(), false)
+	if a.canAcquire(h.clock.Now()) {
+		t.Fatal("the node that just resigned may win its own release back: a flapping node moves the VIP again and again")
+	}
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("the other candidates may not take the release at once")
+	}
+	if took := h.waitUntilAcquirable(a, 5*time.Second); took != tm.LeaseDuration {
+		t.Fatalf("with nobody else taking it, the resigned node may take the Lease after %s, want the lease duration", took)
+	}
+}
