@@ -57,6 +57,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer addr.Close()
 	announcer, err := arp.New(iface, address)
 	if err != nil {
 		return err
@@ -77,18 +78,18 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	monitor, err := health.New(health.Config{
 		Client: httpClient, URL: readyzURL(restConfig.Host),
 		Period: cfg.HealthPeriod, Timeout: cfg.HealthTimeout, FailureThreshold: cfg.HealthFailureThreshold,
-		Clock: clk, Log: log,
+		UnreadyHold: cfg.UnreadyHold, Clock: clk, Log: log,
 		Observe: func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
-		OnChange: func(healthy bool, reason string) {
-			log.Info("Health changed", "healthy", healthy, "reason", reason)
-			if healthy {
+		OnChange: func(s health.Status) {
+			log.Info("Health changed", "healthy", s.Healthy, "holdable", s.Holdable, "reason", s.Reason)
+			if s.Healthy {
 				m.apiserverHealthy.Set(1)
 			} else {
 				m.apiserverHealthy.Set(0)
 			}
 			// The keeper acts at once, even if the election is blocked in a renewal; the
 			// election then ends the term and releases the Lease.
-			k.SetHealthy(healthy)
+			k.SetHealthy(s.Holdable)
 			elector.Poke()
 		},
 	})
@@ -99,7 +100,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	elector, err = election.New(election.Config{
 		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
-		Eligible: monitor.Healthy, Clock: clk, Log: log,
+		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
 			OnLeading:        k.Leading,
 			OnStoppedLeading: k.Following,
@@ -126,11 +127,17 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	defer stop()
 	linkDone := make(chan struct{})
 	defer close(linkDone)
-	if err := addr.WatchLink(linkDone, monitor.SetLink); err != nil {
+	// The watch reports the link's current state first (it lists the links), then every
+	// change; a subscription that the kernel ends (ENOBUFS) is renewed and listed again.
+	err = addr.WatchLink(linkDone, vip.LinkWatch{
+		OnChange: monitor.SetLink,
+		OnRestart: func(err error) {
+			m.linkWatchRestarts.Inc()
+			log.Error(err, "The link watch ended; subscribing again and re-reading the link")
+		},
+	})
+	if err != nil {
 		return err
-	}
-	if up, err := addr.LinkUp(); err == nil {
-		monitor.SetLink(up)
 	}
 
 	var wg sync.WaitGroup

@@ -43,6 +43,9 @@ type Config struct {
 	// HealthPeriod, HealthTimeout and HealthFailureThreshold configure the /readyz probe.
 	HealthPeriod, HealthTimeout time.Duration
 	HealthFailureThreshold      int
+	// UnreadyHold is how long the holder keeps the VIP after its kube-apiserver stopped
+	// being ready without refusing connections (health.Config.UnreadyHold).
+	UnreadyHold time.Duration
 	// MetricsAddress serves /metrics, /healthz and /readyz.
 	MetricsAddress string
 }
@@ -65,6 +68,7 @@ func DefaultConfig() Config {
 		HealthPeriod:           time.Second,
 		HealthTimeout:          500 * time.Millisecond,
 		HealthFailureThreshold: 3,
+		UnreadyHold:            5 * time.Second,
 		MetricsAddress:         "127.0.0.1:9482",
 	}
 }
@@ -114,6 +118,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HealthPeriod <= 0 || c.HealthTimeout <= 0 || c.HealthFailureThreshold < 1 {
 		add("--health-period and --health-timeout must be positive and --health-failure-threshold at least 1")
+	}
+	if c.UnreadyHold < 0 {
+		add("--unready-hold (%s) must not be negative", c.UnreadyHold)
 	}
 	if c.MetricsAddress == "" {
 		add("--metrics-address must not be empty")

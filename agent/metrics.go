@@ -30,9 +30,11 @@ type metrics struct {
 	vipPresent       prometheus.Gauge
 	apiserverHealthy prometheus.Gauge
 	probeDuration    prometheus.Histogram
-	clock            clock.PassiveClock
-	mu               sync.Mutex
-	lastTransitionAt time.Time
+	// linkWatchRestarts counts link subscriptions the kernel ended (vip.LinkWatch).
+	linkWatchRestarts prometheus.Counter
+	clock             clock.PassiveClock
+	mu                sync.Mutex
+	lastTransitionAt  time.Time
 }
 
 func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
@@ -51,6 +53,8 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "apiserver_probe_duration_seconds",
 			Help:    "Latency of the /readyz probes of the local kube-apiserver.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}),
+		linkWatchRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "link_watch_restarts_total",
+			Help: "Link watch subscriptions that ended with an error (typically ENOBUFS) and were renewed."}),
 		clock:            clk,
 		lastTransitionAt: clk.Now(),
 	}
@@ -61,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, since)
 	return m
 }
 

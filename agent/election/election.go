@@ -55,9 +55,14 @@ type Config struct {
 	// it saw before it takes over; the leader's term ends RenewDeadline after the start of
 	// its last successful renewal; RetryPeriod is the interval of its renewals.
 	Timings timing.Timings
-	// Eligible reports whether this candidate may lead now (for example, whether its local
-	// kube-apiserver is healthy). Nil means always.
+	// Eligible reports whether this candidate may take the lead now (for example, whether
+	// its local kube-apiserver is healthy). Nil means always.
 	Eligible func() bool
+	// MayKeep reports whether this candidate, while it leads, may go on leading; a leader
+	// that may not ends its term and releases the Lease. Nil means Eligible. It may be
+	// looser than Eligible (hysteresis), never a reason to skip a renewal: the term still
+	// ends RenewDeadline after the last successful one.
+	MayKeep func() bool
 	// Callbacks receive the leadership changes.
 	Callbacks Callbacks
 	// Clock is the clock; nil means the real one.
@@ -108,7 +113,14 @@ type Elector struct {
 	observedAt   time.Time
 	leading      bool
 	renewStarted time.Time // start of the last successful acquisition or renewal
-	lastHolder   string
+	// renewLate: the last successful write completed after its term's RefreshBy, so the
+	// VIP could not be refreshed in that term and would lapse before the next regular
+	// renewal; the leader renews again at once instead of a retry period later.
+	renewLate bool
+	// resignedAt is when this candidate last gave the lead up because it was not eligible
+	// (see heldDown).
+	resignedAt time.Time
+	lastHolder string
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -133,6 +145,9 @@ func New(cfg Config) (*Elector, error) {
 	}
 	if cfg.Eligible == nil {
 		cfg.Eligible = func() bool { return true }
+	}
+	if cfg.MayKeep == nil {
+		cfg.MayKeep = cfg.Eligible
 	}
 	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1)}, nil
 }
@@ -386,11 +401,12 @@ func (e *Elector) step(ctx context.Context) {
 		switch holder := holderOf(e.observed); {
 		case e.observed != nil && holder != e.cfg.Identity:
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
-		case !e.cfg.Eligible():
+		case !e.cfg.MayKeep():
+			e.resignedAt = now
 			e.stopLeading("not eligible any more", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
+		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
 		}
 		return
@@ -436,17 +452,32 @@ func (e *Elector) canAcquire(now time.Time) bool {
 	case e.cfg.Identity:
 		return e.ownRecord() || expired
 	case "":
-		return e.releaseSeen || expired
+		return (e.releaseSeen && !e.heldDown(now)) || expired
 	default:
 		return expired
 	}
 }
+
+// heldDown reports whether this candidate resigned for lack of eligibility less than
+// healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
+// the other candidates get it first, so that a flapping node (an API server in a restart
+// loop) does not win its own release back and move the VIP again and again. It still
+// takes a Lease that nobody renewed for a lease duration.
+func (e *Elector) heldDown(now time.Time) bool {
+	return !e.resignedAt.IsZero() && now.Before(e.resignedAt.Add(e.healthHoldDown()))
+}
+
+// healthHoldDown is how long a candidate that resigned for lack of eligibility leaves
+// releases to the others: two lease durations.
+func (e *Elector) healthHoldDown() time.Duration { return 2 * e.cfg.Timings.LeaseDuration }
 
 // nextWakeup is how long the loop may sleep before step has something to do.
 func (e *Elector) nextWakeup() time.Duration {
 	now := e.clock.Now()
 	var at time.Time
 	switch {
+	case e.leading && e.renewLate:
+		return 0
 	case e.leading:
 		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
 		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
@@ -469,6 +500,7 @@ func (e *Elector) nextWakeup() time.Duration {
 // tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
 func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	start := e.clock.Now()
+	e.renewLate = false // a failed write is retried at the usual pace
 	if e.observed == nil {
 		lease, err := e.create(ctx)
 		if apierrors.IsAlreadyExists(err) {
@@ -529,13 +561,19 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 	e.observe(updated, true)
 	e.renewStarted = start
+	term := e.cfg.Timings.TermFrom(start)
+	// A write that took longer than the refresh window (an etcd leader change, a loaded
+	// API server) gives a term in which the VIP may not be refreshed; renewing again at
+	// once costs one write and gives a fresh term, instead of a VIP that lapses until the
+	// next regular renewal (a takeover would add no VIP for a whole retry period).
+	e.renewLate = e.clock.Now().After(term.RefreshBy)
 	newTerm := !e.leading
 	if newTerm {
 		e.leading = true
 		e.log.Info("Became leader", "reason", acquireReason(renewing))
 	}
 	if e.cfg.Callbacks.OnLeading != nil {
-		e.cfg.Callbacks.OnLeading(e.cfg.Timings.TermFrom(start), newTerm)
+		e.cfg.Callbacks.OnLeading(term, newTerm)
 	}
 }
 
@@ -549,7 +587,7 @@ func acquireReason(renewing bool) string {
 // stopLeading ends the term; with release, the Lease is handed back so that a follower
 // takes over without waiting for it to expire.
 func (e *Elector) stopLeading(reason string, release bool) {
-	e.leading = false
+	e.leading, e.renewLate = false, false
 	e.log.Info("Stopped leading", "reason", reason)
 	if e.cfg.Callbacks.OnStoppedLeading != nil && !e.cfg.Callbacks.OnStoppedLeading(reason) {
 		e.log.Info("Not releasing the Lease: the leader's resources could not be removed; it will expire")

@@ -121,10 +121,17 @@ type recorded struct {
 
 func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
 	t.Helper()
+	return h.candidateWith(t, Config{Identity: identity, Timings: tm})
+}
+
+// candidateWith is candidate with the eligibility functions of cfg (its Identity and
+// Timings too; the rest is the harness's).
+func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) {
+	t.Helper()
 	rec := &recorded{}
 	e, err := New(Config{
-		Leases: h.leases, Name: "kube-vip-agent", Identity: identity, Timings: tm,
-		Clock: h.clock, Log: logr.Discard(),
+		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
+		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
@@ -324,5 +331,112 @@ func TestRepeatedDeletionNoticeDoesNotRestartTheWait(t *testing.T) {
 	}
 	if !b.canAcquire(h.clock.Now()) {
 		t.Fatal("a Lease deleted 2s ago is never re-created while the deletion keeps being reported")
+	}
+}
+
+// M3: a write that completes after the term's RefreshBy gives a term in which the VIP
+// cannot be refreshed. The leader must renew again at once rather than a retry period
+// later, or the VIP lapses (and a takeover adds no VIP) for most of a retry period.
+func TestSlowWriteIsRenewedAtOnce(t *testing.T) {
+	for _, acquiring := range []bool{true, false} {
+		h := newHarness()
+		tm := timing.Defaults()
+		a, rec := h.candidate(t, "node-a", tm)
+		if !acquiring {
+			a.tryAcquireOrRenew(context.Background())
+			h.clock.Step(tm.RetryPeriod)
+		}
+		h.leases.writeDelay = 300 * time.Millisecond
+		if acquiring {
+			a.tryAcquireOrRenew(context.Background())
+		} else {
+			a.step(context.Background())
+		}
+		if n := len(rec.terms); n == 0 || h.clock.Now().Before(rec.terms[n-1].RefreshBy) {
+			t.Fatalf("acquiring=%v: the write was not slow enough for the test: terms %+v", acquiring, rec.terms)
+		}
+		h.leases.writeDelay = 10 * time.Millisecond
+		if wait := a.nextWakeup(); wait != 0 {
+			t.Fatalf("acquiring=%v: after a write that outlived the refresh window the next renewal is %s away, want at once", acquiring, wait)
+		}
+		before := len(rec.terms)
+		a.step(context.Background())
+		if len(rec.terms) != before+1 {
+			t.Fatalf("acquiring=%v: no renewal at once after a slow write", acquiring)
+		}
+		if last := rec.terms[len(rec.terms)-1]; h.clock.Now().After(last.RefreshBy) {
+			t.Fatalf("acquiring=%v: the fresh term allows no refresh either", acquiring)
+		}
+		// Back to the regular pace after a timely write.
+		if wait := a.nextWakeup(); wait < tm.RetryPeriod-20*time.Millisecond {
+			t.Fatalf("acquiring=%v: next renewal in %s after a timely one, want about the retry period", acquiring, wait)
+		}
+	}
+}
+
+// A failed renewal after a slow one must not turn into a tight loop of writes.
+func TestFailedRenewalAfterSlowWriteKeepsThePace(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, _ := h.candidate(t, "node-a", tm)
+	h.leases.writeDelay = 300 * time.Millisecond
+	a.tryAcquireOrRenew(context.Background())
+	h.leases.set(h.leases.current()) // a foreign write: the next renewal conflicts
+	h.leases.writeDelay = 0
+	a.observed.ResourceVersion = "1"
+	a.step(context.Background())
+	if wait := a.nextWakeup(); wait == 0 {
+		t.Fatal("a failed renewal is retried at once, in a tight loop")
+	}
+}
+
+// M5: a leader that may keep the lead (the hold after its API server turned unready) goes
+// on renewing although it could not take the lead now; once it may not keep it, it ends
+// the term and releases the Lease.
+func TestLeaderMayKeepWhatItCouldNotTake(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	eligible, mayKeep := true, true
+	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm,
+		Eligible: func() bool { return eligible }, MayKeep: func() bool { return mayKeep }})
+	a.tryAcquireOrRenew(context.Background())
+	eligible = false
+	h.clock.Step(tm.RetryPeriod)
+	a.step(context.Background())
+	if !a.leading || len(rec.terms) != 2 || len(rec.stopped) != 0 {
+		t.Fatalf("leading=%v terms=%d stopped=%v: a leader in its hold must renew", a.leading, len(rec.terms), rec.stopped)
+	}
+	mayKeep = false
+	a.step(context.Background())
+	if a.leading || len(rec.stopped) != 1 || !isRelease(h.leases.current()) {
+		t.Fatalf("leading=%v stopped=%v: a leader whose hold ended must stop and release", a.leading, rec.stopped)
+	}
+}
+
+// M5 (flapping): a leader that resigned because it was not eligible any more does not win
+// its own release back the moment it is eligible again; the others take it at once, and it
+// takes the Lease only once nobody renewed it for a lease duration.
+func TestResignedLeaderIsHeldDown(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	eligible := true
+	a, _ := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Eligible: func() bool { return eligible }})
+	b, _ := h.candidate(t, "node-b", tm)
+	a.tryAcquireOrRenew(context.Background())
+	eligible = false
+	a.step(context.Background())
+	if a.leading || !isRelease(h.leases.current()) {
+		t.Fatal("the ineligible leader did not resign and release")
+	}
+	eligible = true // healthy again one probe later
+	b.observe(h.leases.current(), false)
+	if a.canAcquire(h.clock.Now()) {
+		t.Fatal("the node that just resigned may win its own release back: a flapping node moves the VIP again and again")
+	}
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("the other candidates may not take the release at once")
+	}
+	if took := h.waitUntilAcquirable(a, 5*time.Second); took != tm.LeaseDuration {
+		t.Fatalf("with nobody else taking it, the resigned node may take the Lease after %s, want the lease duration", took)
 	}
 }

@@ -1,5 +1,13 @@
-// Package health decides whether this node may hold the VIP: its local kube-apiserver
-// must answer /readyz, and its interface must be up.
+// Package health decides whether this node may take the VIP (its local kube-apiserver
+// answers /readyz and its interface is up) and whether a node that holds it may keep it.
+//
+// Taking and keeping differ on purpose (hysteresis). A refused connection (nothing
+// listens on the API server's port) or a link without carrier ends a hold at once. An API
+// server that is alive but answers "not ready", or that times out, may be suffering
+// something every node suffers at the same moment (an etcd leader election, a
+// defragmentation, a bad token): the holder keeps the VIP for UnreadyHold more, so that the
+// VIP does not vanish cluster-wide. Whether the holder may act as leader at all is still
+// decided by its Lease renewals, which such an API server must keep serving.
 package health
 
 import (
@@ -31,8 +39,12 @@ type Config struct {
 	// server unhealthy; one success makes it healthy again. A refused connection is
 	// definitive at once: nothing listens on the API server's port.
 	FailureThreshold int
-	// OnChange is called, from the monitor's goroutine, when Healthy changes.
-	OnChange func(healthy bool, reason string)
+	// UnreadyHold is how long a holder may keep the VIP after the API server turned
+	// unhealthy without refusing connections (see the package comment); 0 means no hold.
+	// The hold is checked on every probe, so it ends at most a Period late.
+	UnreadyHold time.Duration
+	// OnChange is called, from the monitor's goroutine, when Healthy or Holdable changes.
+	OnChange func(Status)
 	// Observe receives the duration of every probe; may be nil.
 	Observe func(d time.Duration, ok bool)
 	Clock   clock.WithTicker
@@ -48,6 +60,12 @@ type Monitor struct {
 	linkOK    bool
 	failures  int
 	lastError string
+	// refused: the last probe found nothing listening; no hold applies.
+	refused bool
+	// unhealthySince is when apiOK last turned false; the start of the hold.
+	unhealthySince time.Time
+	// reported is the status OnChange last reported (both false at first).
+	reported Status
 	// lastServed is when the API server last served one of this agent's requests (a
 	// probe, or a Lease write through Served): a scheduled probe within a period of it
 	// is skipped, so that a leader's renewals replace its probes.
@@ -61,6 +79,9 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Client == nil || cfg.URL == "" {
 		return nil, fmt.Errorf("a client and a URL are required")
 	}
+	if cfg.UnreadyHold < 0 {
+		return nil, fmt.Errorf("the unready hold (%s) must not be negative", cfg.UnreadyHold)
+	}
 	if cfg.Period <= 0 || cfg.Timeout <= 0 || cfg.FailureThreshold < 1 {
 		return nil, fmt.Errorf("period (%s) and timeout (%s) must be positive and the failure threshold (%d) at least 1",
 			cfg.Period, cfg.Timeout, cfg.FailureThreshold)
@@ -71,11 +92,41 @@ func New(cfg Config) (*Monitor, error) {
 	return &Monitor{cfg: cfg, linkOK: true, probeNow: make(chan struct{}, 1)}, nil
 }
 
-// Healthy reports whether the node may hold the VIP.
+// Status is the monitor's verdict.
+type Status struct {
+	// Healthy: the node may take the VIP.
+	Healthy bool
+	// Holdable: a node that holds the VIP may keep it.
+	Holdable bool
+	// Reason says what changed last.
+	Reason string
+}
+
+// Healthy reports whether the node may take the VIP.
 func (m *Monitor) Healthy() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.apiOK && m.linkOK
+}
+
+// Holdable reports whether a node that holds the VIP may keep it: it is healthy, or its
+// API server stopped being ready less than UnreadyHold ago without refusing connections,
+// and the interface is up.
+func (m *Monitor) Holdable() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holdableLocked()
+}
+
+func (m *Monitor) holdableLocked() bool {
+	if !m.linkOK {
+		return false
+	}
+	if m.apiOK {
+		return true
+	}
+	return !m.refused && !m.unhealthySince.IsZero() &&
+		m.cfg.Clock.Since(m.unhealthySince) < m.cfg.UnreadyHold
 }
 
 // SetLink records the state of the interface.
@@ -147,14 +198,16 @@ func (m *Monitor) probeOnce(ctx context.Context) {
 	m.update(func() string {
 		if err == nil {
 			m.failures = 0
-			m.apiOK = true
+			m.apiOK, m.refused = true, false
 			m.lastServed = m.cfg.Clock.Now()
 			return "the local kube-apiserver is ready"
 		}
 		m.failures++
 		m.lastError = err.Error()
-		if m.failures >= m.cfg.FailureThreshold || errors.Is(err, syscall.ECONNREFUSED) {
+		m.refused = errors.Is(err, syscall.ECONNREFUSED)
+		if m.apiOK && (m.failures >= m.cfg.FailureThreshold || m.refused) {
 			m.apiOK = false
+			m.unhealthySince = m.cfg.Clock.Now()
 		}
 		return fmt.Sprintf("the local kube-apiserver failed %d probe(s): %s", m.failures, m.lastError)
 	})
@@ -167,15 +220,20 @@ func brokenConnection(err error) bool {
 	return errors.As(err, &uerr) && !uerr.Timeout() && !errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// update applies change under the lock and reports a change of Healthy.
+// update applies change under the lock and reports a change of Healthy or Holdable. A hold
+// that ran out is reported on the first update after it did (every probe is one).
 func (m *Monitor) update(change func() (reason string)) {
 	m.mu.Lock()
-	before := m.apiOK && m.linkOK
+	before := m.reported
 	reason := change()
-	after := m.apiOK && m.linkOK
+	after := Status{Healthy: m.apiOK && m.linkOK, Holdable: m.holdableLocked(), Reason: reason}
+	if before.Holdable && !after.Holdable && !before.Healthy && m.linkOK && !m.refused {
+		after.Reason = fmt.Sprintf("the local kube-apiserver has not been ready for %s: %s", m.cfg.UnreadyHold, m.lastError)
+	}
+	m.reported = after
 	m.mu.Unlock()
-	if before != after && m.cfg.OnChange != nil {
-		m.cfg.OnChange(after, reason)
+	if (before.Healthy != after.Healthy || before.Holdable != after.Holdable) && m.cfg.OnChange != nil {
+		m.cfg.OnChange(after)
 	}
 }
 

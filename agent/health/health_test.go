@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // readyz is an API server stand-in whose /readyz answer can be switched.
@@ -28,10 +29,10 @@ type changes struct {
 	got []bool
 }
 
-func (c *changes) record(healthy bool, _ string) {
+func (c *changes) record(s Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.got = append(c.got, healthy)
+	c.got = append(c.got, s.Healthy)
 }
 
 func (c *changes) list() []bool {
@@ -216,4 +217,66 @@ func TestProbeNowAndServedRequests(t *testing.T) {
 	api.code.Store(http.StatusServiceUnavailable)
 	m2.ProbeNow()
 	eventually(t, "unhealthy at once on ProbeNow, not after the 1 h period", func() bool { return !m2.Healthy() })
+}
+
+// M5: every API server answers "not ready" at once (an etcd leader election, a
+// defragmentation): the holder keeps the VIP for the unready hold instead of giving it up
+// after the threshold, so the VIP does not vanish cluster-wide; it may not take it, and
+// after the hold it gives it up. A refused connection gets no hold.
+func TestUnreadyHolderKeepsTheVIPForTheHold(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	var got []Status
+	const hold = 5 * time.Second
+	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Second, Timeout: time.Second,
+		FailureThreshold: 3, UnreadyHold: hold, Clock: clk, Log: logr.Discard(),
+		OnChange: func(s Status) { got = append(got, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m.probeOnce(ctx)
+	api.code.Store(http.StatusInternalServerError)
+	for range 3 {
+		clk.Step(time.Second)
+		m.probeOnce(ctx)
+	}
+	if m.Healthy() {
+		t.Fatal("healthy after three not-ready answers: a follower would take over from an unready node")
+	}
+	if !m.Holdable() {
+		t.Fatal("the holder gives the VIP up after three not-ready answers; with every API server unready the VIP would vanish cluster-wide")
+	}
+	clk.Step(hold - time.Second)
+	m.probeOnce(ctx)
+	if !m.Holdable() {
+		t.Fatal("the hold ended early")
+	}
+	clk.Step(time.Second)
+	m.probeOnce(ctx)
+	if m.Holdable() {
+		t.Fatal("the hold outlasted UnreadyHold: a broken API server would keep the VIP for ever")
+	}
+	if n := len(got); n != 3 || !got[0].Holdable || got[1].Healthy || !got[1].Holdable || got[2].Holdable {
+		t.Fatalf("changes %+v, want healthy, then unhealthy but holdable, then not holdable", got)
+	}
+
+	// Ready again: holdable and healthy at once; then nothing listens: no hold at all.
+	api.code.Store(http.StatusOK)
+	m.probeOnce(ctx)
+	if !m.Healthy() || !m.Holdable() {
+		t.Fatal("not healthy after a ready answer")
+	}
+	srv.Close()
+	m.probeOnce(ctx)
+	if m.Holdable() {
+		t.Fatal("a refused connection left the VIP held: nothing listens on the API server's port")
+	}
+	m.SetLink(false)
+	if m.Holdable() {
+		t.Fatal("holdable with the interface down")
+	}
 }

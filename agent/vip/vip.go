@@ -12,9 +12,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +27,13 @@ type Address struct {
 	link     netlink.Link
 	vip      netip.Addr
 	lifetime int // seconds
+	// h keeps one netlink socket for all requests, instead of a fresh socket per request.
+	h *netlink.Handle
 }
+
+// netlinkTimeout bounds one netlink request; the kernel answers in microseconds unless
+// rtnl_lock is held for long.
+const netlinkTimeout = time.Second
 
 // New returns the VIP on the named interface. lifetime is the kernel valid_lft and must be
 // a whole number of seconds, at least one.
@@ -35,12 +44,24 @@ func New(iface string, vip netip.Addr, lifetime time.Duration) (*Address, error)
 	if lifetime < time.Second || lifetime%time.Second != 0 {
 		return nil, fmt.Errorf("the VIP lifetime must be a whole number of seconds, at least 1s, got %s", lifetime)
 	}
-	link, err := netlink.LinkByName(iface)
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
+		return nil, fmt.Errorf("opening a netlink socket: %w", err)
+	}
+	if err := h.SetSocketTimeout(netlinkTimeout); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("setting the netlink socket's timeout: %w", err)
+	}
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		h.Close()
 		return nil, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	return &Address{name: iface, link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second)}, nil
+	return &Address{name: iface, link: link, vip: vip.Unmap(), lifetime: int(lifetime / time.Second), h: h}, nil
 }
+
+// Close releases the netlink socket.
+func (a *Address) Close() { a.h.Close() }
 
 // Interface is the name of the interface.
 func (a *Address) Interface() string { return a.name }
@@ -49,7 +70,7 @@ func (a *Address) Interface() string { return a.name }
 // interface that was deleted and created again has a new index.
 func (a *Address) relink(err error) {
 	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EINVAL) {
-		if link, lerr := netlink.LinkByName(a.name); lerr == nil {
+		if link, lerr := a.h.LinkByName(a.name); lerr == nil {
 			a.link = link
 		}
 	}
@@ -77,7 +98,7 @@ func (a *Address) Present() (bool, error) {
 	if a.vip.Is6() {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := addrList(a.link, family)
+	addrs, err := addrList(a.h, a.link, family)
 	if err != nil {
 		a.relink(err)
 		return false, fmt.Errorf("listing the addresses of %s: %w", a.Interface(), err)
@@ -91,22 +112,28 @@ func (a *Address) Present() (bool, error) {
 }
 
 // Ensure adds the VIP, or resets its lifetime if it is there, and reports whether it was
-// missing.
+// missing. It never lists the host's addresses (thousands on a node whose kube-proxy puts
+// every ClusterIP on kube-ipvs0): an exclusive add tells whether the address was there,
+// and only then a replace refreshes its lifetime.
 func (a *Address) Ensure() (bool, error) {
-	present, err := a.Present()
-	if err != nil {
-		return false, err
+	addr := a.netlinkAddr()
+	err := a.h.AddrAdd(a.link, addr)
+	if errors.Is(err, unix.EEXIST) {
+		err = a.h.AddrReplace(a.link, addr)
+		if err == nil {
+			return false, nil
+		}
 	}
-	if err := netlink.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+	if err != nil {
 		a.relink(err)
 		return false, fmt.Errorf("adding %s to %s: %w", a.vip, a.Interface(), err)
 	}
-	return !present, nil
+	return true, nil
 }
 
 // Remove removes the VIP and reports whether it was there.
 func (a *Address) Remove() (bool, error) {
-	err := netlink.AddrDel(a.link, a.netlinkAddr())
+	err := a.h.AddrDel(a.link, a.netlinkAddr())
 	switch {
 	case err == nil:
 		return true, nil
@@ -120,7 +147,7 @@ func (a *Address) Remove() (bool, error) {
 
 // LinkUp reports whether the interface is up with a carrier.
 func (a *Address) LinkUp() (bool, error) {
-	link, err := netlink.LinkByName(a.name)
+	link, err := a.h.LinkByName(a.name)
 	if err != nil {
 		return false, fmt.Errorf("reading %s: %w", a.Interface(), err)
 	}
@@ -132,31 +159,156 @@ func linkUsable(attrs *netlink.LinkAttrs) bool {
 		(attrs.OperState == netlink.OperUp || attrs.OperState == netlink.OperUnknown)
 }
 
-// WatchLink calls onChange with the interface's usability whenever the kernel reports a
-// change of it, until done is closed.
-func (a *Address) WatchLink(done <-chan struct{}, onChange func(up bool)) error {
-	updates := make(chan netlink.LinkUpdate, 16)
-	if err := netlink.LinkSubscribe(updates, done); err != nil {
+// LinkWatch configures WatchLink.
+type LinkWatch struct {
+	// OnChange receives the interface's usability: first its state when the watch starts,
+	// then every change. It runs in a goroutine of its own and may block; the kernel's
+	// messages are read meanwhile, and only the latest state is delivered.
+	OnChange func(up bool)
+	// OnRestart receives the error that ended a subscription (typically ENOBUFS: the
+	// kernel dropped messages because the socket's buffer overflowed during a burst of
+	// link events). The watch then subscribes again and lists the links afresh, so no
+	// change is lost for good. May be nil.
+	OnRestart func(error)
+	// ReceiveBuffer is the socket's receive buffer in bytes; 0 means DefaultLinkWatchBuffer.
+	ReceiveBuffer int
+}
+
+// DefaultLinkWatchBuffer is the link watch's receive buffer: room for a few thousand link
+// messages, a burst of pod teardowns on a busy node.
+const DefaultLinkWatchBuffer = 1 << 20
+
+// linkResubscribeDelay paces new subscriptions after one ended or failed.
+const linkResubscribeDelay = 100 * time.Millisecond
+
+// WatchLink reports the interface's usability to w.OnChange until done is closed. It
+// watches in the network namespace of the calling thread.
+func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
+	if w.ReceiveBuffer == 0 {
+		w.ReceiveBuffer = DefaultLinkWatchBuffer
+	}
+	// Subscriptions after the first run on other threads: name the namespace.
+	ns, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("reading the network namespace: %w", err)
+	}
+	force := true
+	updates, stop, lastErr, err := subscribeLinks(ns, w.ReceiveBuffer, &force)
+	if err != nil {
+		_ = ns.Close()
 		return fmt.Errorf("subscribing to link updates: %w", err)
 	}
-	go func() {
-		last := -1
-		for u := range updates {
-			// By name: an interface created again under the same name has a new index.
-			if u.Attrs().Name != a.name {
-				continue
+
+	var latest atomic.Int32 // 0 unknown, 1 down, 2 up
+	changed := make(chan struct{}, 1)
+	go func() { // delivery: may block in OnChange without stalling the reader
+		last := int32(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-changed:
 			}
-			up := 0
-			if linkUsable(u.Attrs()) {
-				up = 1
+			if v := latest.Load(); v != last {
+				last = v
+				w.OnChange(v == 2)
 			}
-			if up != last {
-				last = up
-				onChange(up == 1)
+		}
+	}()
+	go func() { // reader
+		defer func() { _ = ns.Close() }()
+		for {
+			for u := range updates {
+				// By name: an interface created again under the same name has a new index.
+				if u.Attrs().Name != a.name {
+					continue
+				}
+				v := int32(1)
+				if linkUsable(u.Attrs()) {
+					v = 2
+				}
+				latest.Store(v)
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+			close(stop)
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if w.OnRestart != nil {
+				w.OnRestart(lastErr.get())
+			}
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(linkResubscribeDelay):
+				}
+				if updates, stop, lastErr, err = subscribeLinks(ns, w.ReceiveBuffer, &force); err == nil {
+					break
+				}
+				if w.OnRestart != nil {
+					w.OnRestart(fmt.Errorf("subscribing to link updates again: %w", err))
+				}
 			}
 		}
 	}()
 	return nil
+}
+
+// subscribeLinks subscribes to the link messages of the namespace and asks for a dump of
+// the existing links, so that the first messages give the current state. The channel is
+// closed when the subscription ends; closing stop releases its socket. lastErr holds the
+// last error the subscription reported. force says whether to force the buffer size past
+// net.core.rmem_max; it is cleared for good when that is not permitted.
+func subscribeLinks(ns netns.NsHandle, buffer int, force *bool) (<-chan netlink.LinkUpdate, chan struct{}, *lastError, error) {
+	updates := make(chan netlink.LinkUpdate, 64)
+	stop := make(chan struct{})
+	lastErr := &lastError{}
+	opts := netlink.LinkSubscribeOptions{
+		Namespace: &ns, ErrorCallback: lastErr.set, ListExisting: true,
+		ReceiveBufferSize: buffer, ReceiveBufferForceSize: *force,
+	}
+	err := netlink.LinkSubscribeWithOptions(updates, stop, opts)
+	if *force && errors.Is(err, unix.EPERM) {
+		// Forcing a buffer beyond net.core.rmem_max needs CAP_NET_ADMIN; take what the
+		// sysctl allows instead, from now on (the library leaks the socket of a
+		// subscription whose buffer could not be set, so this is tried once).
+		*force = false
+		opts.ReceiveBufferForceSize = false
+		err = netlink.LinkSubscribeWithOptions(updates, stop, opts)
+	}
+	if err != nil {
+		close(stop)
+		return nil, nil, nil, err
+	}
+	return updates, stop, lastErr, nil
+}
+
+// lastError keeps the last error a subscription reported; its callback runs in the
+// subscription's goroutine.
+type lastError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (l *lastError) set(err error) {
+	l.mu.Lock()
+	l.err = err
+	l.mu.Unlock()
+}
+
+func (l *lastError) get() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		return errors.New("the link subscription ended")
+	}
+	return l.err
 }
 
 // DetectInterface picks the interface for the VIP: the one with an address whose subnet
@@ -172,7 +324,7 @@ func DetectInterface(vip netip.Addr) (string, error) {
 		family = netlink.FAMILY_V6
 	}
 	for _, link := range links {
-		addrs, err := addrList(link, family)
+		addrs, err := addrList(nil, link, family)
 		if err != nil {
 			continue
 		}
@@ -204,11 +356,14 @@ func DetectInterface(vip netip.Addr) (string, error) {
 // addrList lists addresses, retrying a dump that the kernel interrupted because the
 // addresses changed meanwhile (busy hosts: pods come and go); after a few tries it takes
 // the last, possibly incomplete, answer.
-func addrList(link netlink.Link, family int) ([]netlink.Addr, error) {
+func addrList(h *netlink.Handle, link netlink.Link, family int) ([]netlink.Addr, error) {
+	if h == nil {
+		h = &netlink.Handle{} // a fresh socket per request
+	}
 	var addrs []netlink.Addr
 	var err error
 	for range 3 {
-		if addrs, err = netlink.AddrList(link, family); !errors.Is(err, netlink.ErrDumpInterrupted) {
+		if addrs, err = h.AddrList(link, family); !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return addrs, err
 		}
 	}

@@ -91,6 +91,7 @@ func bindFlags(fs *pflag.FlagSet, cfg *agent.Config, logLevel *string, showVersi
 	fs.DurationVar(&cfg.HealthPeriod, "health-period", cfg.HealthPeriod, "Interval of the /readyz probes of the local kube-apiserver.")
 	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "Timeout of one probe.")
 	fs.IntVar(&cfg.HealthFailureThreshold, "health-failure-threshold", cfg.HealthFailureThreshold, "Consecutive failed probes after which the node gives up the VIP.")
+	fs.DurationVar(&cfg.UnreadyHold, "unready-hold", cfg.UnreadyHold, "How long the VIP holder keeps the VIP after its kube-apiserver stopped being ready without refusing connections (0: give it up at once).")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", cfg.MetricsAddress, "Address for /metrics, /healthz and /readyz.")
 	fs.StringVar(logLevel, "log-level", "info", "Log level: debug, info or error.")
 	fs.BoolVar(showVersion, "version", false, "Print the version and exit.")

@@ -2,9 +2,12 @@ package agentrollout
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -87,5 +90,31 @@ func TestValidate(t *testing.T) {
 		if err := spec.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// M6: the agent's timing margins need CPU when it wakes: a CPU request well above 10m (the
+// cgroup's cpu.weight follows it), no CPU limit (CFS throttling), and a Go memory limit
+// below the container's.
+func TestAgentResourcesKeepTheMargins(t *testing.T) {
+	c := container(Spec{Image: "agent:test", VIP: "198.18.0.10"})
+	req, lim := c.Resources.Requests, c.Resources.Limits
+	if cpu := req.Cpu(); cpu.MilliValue() < 100 {
+		t.Errorf("CPU request %s, want at least 100m", cpu)
+	}
+	if _, ok := (*lim)[corev1.ResourceCPU]; ok {
+		t.Error("a CPU limit is set: CFS throttling can stall the agent past its margins")
+	}
+	var goMem string
+	for _, e := range c.Env {
+		if *e.Name == "GOMEMLIMIT" {
+			goMem = *e.Value
+		}
+	}
+	if goMem == "" {
+		t.Fatal("no GOMEMLIMIT: the agent would be OOM-killed at the limit instead of collecting harder")
+	}
+	if limit, err := resource.ParseQuantity(strings.TrimSuffix(goMem, "B")); err != nil || limit.Cmp(*lim.Memory()) >= 0 {
+		t.Errorf("GOMEMLIMIT %q (%v), want one below the memory limit %s", goMem, err, lim.Memory())
 	}
 }

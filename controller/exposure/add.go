@@ -53,6 +53,9 @@ func AddToManager(_ context.Context, mgr manager.Manager, opts AddOptions) error
 	}
 	// As selfhostedshootexposure.Add, with Gardener's reconciler wrapped so that an explicit
 	// reconcile verifies OpenStack and a healthy exposure is re-verified periodically.
+	if err := registerLeaseCollector(mgr, opts.Type); err != nil {
+		return err
+	}
 	predicates := predicateutils.AddTypeAndClassPredicates(
 		selfhostedshootexposure.DefaultPredicates(opts.IgnoreOperationAnnotation), opts.ExtensionClasses, opts.Type)
 	return builder.ControllerManagedBy(mgr).

@@ -45,6 +45,7 @@ type options struct {
 	noFailoverLimit int
 	from            string
 	logs            string
+	soak            int
 }
 
 func main() {
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
+	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -133,17 +135,26 @@ func run(ctx context.Context, o options) error {
 		Started: started, CPUs: runtime.NumCPU(), VIP: h.VIP().String(), Nodes: len(h.Nodes()),
 		Probe: "TCP connect from the client namespace to VIP:6443 every 10ms, 200ms timeout",
 	}
-	if res.BaselinePerSecond, err = r.Baseline(ctx, 2*o.steadyWindow); err != nil {
+	if o.soak > 0 {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		return runSoak(ctx, log, r, h, sut.Agent{Path: bins.agent}, scenarios, o.soak, filepath.Join(out, "work"), out)
+	}
+	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
+	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	log.Info("baseline", "apiserver lease requests/s", fmt.Sprintf("%.2f", res.BaselinePerSecond))
+	res.BaselinePerSecond, res.BaselineNodePerSecond = baseline.Leases, baseline.Node
+	log.Info("baseline", "apiserver lease requests/s", fmt.Sprintf("%.2f", baseline.Leases),
+		"requests/s per apiserver", fmt.Sprintf("%.2f", baseline.Node))
 
 	work := filepath.Join(out, "work")
 	for _, ps := range systems {
 		if ctx.Err() != nil {
 			break
 		}
-		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, res.BaselinePerSecond))
+		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, baseline))
 	}
 	res.Duration = time.Since(started)
 	res.Notes = notes(o)
@@ -314,7 +325,7 @@ func selectScenarios(list string) ([]runner.Scenario, error) {
 // benchSystem deploys one system, measures its steady state and runs every scenario.
 // A failed run ends its scenario; the system is redeployed for the next one.
 func benchSystem(ctx context.Context, log logr.Logger, r *runner.Runner, h *netns.Harness, ps plannedSystem,
-	scenarios []runner.Scenario, work string, o options, baseline float64) report.SystemResult {
+	scenarios []runner.Scenario, work string, o options, baseline runner.Requests) report.SystemResult {
 	sys := ps.sys
 	log = log.WithValues("system", sys.Name())
 	res := report.SystemResult{Name: sys.Name(), Description: sys.Describe()}
@@ -337,7 +348,8 @@ func benchSystem(ctx context.Context, log logr.Logger, r *runner.Runner, h *netn
 		log.Error(err, "steady state")
 	} else {
 		res.Steady = &steady
-		log.Info("steady state", "req/s", fmt.Sprintf("%.2f", steady.RequestsPerSecond), "rssMB", steady.MaxRSS()>>20)
+		log.Info("steady state", "req/s", fmt.Sprintf("%.2f", steady.RequestsPerSecond), "rssMB", steady.MaxRSS()>>20,
+			"node req/s", fmt.Sprintf("%.2f", steady.NodeRequestsPerSecond), "cpu m", fmt.Sprintf("%.1f", steady.CPUMillicores))
 	}
 	for _, sc := range scenarios {
 		if ctx.Err() != nil {

@@ -94,3 +94,26 @@ func TestTimelineAndJSON(t *testing.T) {
 		t.Fatalf("results did not survive JSON: %+v", back.Systems)
 	}
 }
+
+func TestPrintSoak(t *testing.T) {
+	s := &Soak{System: Ours, Planned: 4, Load: "load", Runs: []SoakRun{
+		{Scenario: "crash", RunResult: runner.RunResult{Failover: true, Outage: 300 * time.Millisecond}},
+		{Scenario: "crash", RunResult: runner.RunResult{Failover: true, Outage: 400 * time.Millisecond, TwoHolders: 30 * time.Millisecond}},
+		{Scenario: "graceful", RunResult: runner.RunResult{Failover: true, Outage: 100 * time.Millisecond}},
+		{Scenario: "graceful", RunResult: runner.RunResult{Failover: false, Outage: 15 * time.Second}},
+	}}
+	var b strings.Builder
+	if err := PrintSoak(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"crash     2     0.30s  0.40s   0.40s   0      30ms [1]  NO",
+		"graceful  2     0.10s  15.00s  15.00s  1      0ms [0]   NO",
+		"all       4     0.30s  15.00s  15.00s  1      30ms [1]  NO",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("soak table lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -23,9 +23,12 @@ type Results struct {
 	// Probe describes the client's probe.
 	Probe string `json:"probe"`
 	// BaselinePerSecond is the apiservers' own lease requests per second.
-	BaselinePerSecond float64        `json:"baselinePerSecond"`
-	Systems           []SystemResult `json:"systems"`
-	Notes             []string       `json:"notes,omitempty"`
+	BaselinePerSecond float64 `json:"baselinePerSecond"`
+	// BaselineNodePerSecond is, per apiserver, all the requests it served per second with
+	// no system running (the bench's /metrics scrapes left out).
+	BaselineNodePerSecond []float64      `json:"baselineNodePerSecond,omitempty"`
+	Systems               []SystemResult `json:"systems"`
+	Notes                 []string       `json:"notes,omitempty"`
 }
 
 // SystemResult is one system under test.

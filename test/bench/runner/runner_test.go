@@ -20,6 +20,9 @@ apiserver_request_total{code="200",resource="pods",verb="GET"} 100
 	if err != nil || got != 10 {
 		t.Fatalf("sumCounter = %v, %v; want 10", got, err)
 	}
+	if got, err := sumCounter(text, "apiserver_request_total", "", ""); err != nil || got != 110 {
+		t.Fatalf("sumCounter over every series = %v, %v; want 110", got, err)
+	}
 	if _, err := sumCounter(text, "nope", "resource", "leases"); err == nil {
 		t.Fatal("missing family accepted")
 	}

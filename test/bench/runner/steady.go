@@ -33,10 +33,38 @@ type Steady struct {
 	// RSSBytes is the resident set of each node's daemon (summed over its process group)
 	// at the end of the window, in node order.
 	RSSBytes []int64 `json:"rssBytes"`
+	// NodeRequestsPerSecond is, per node in node order, every request its apiserver served
+	// per second during the window (apiserver_request_total over all resources, /readyz
+	// and the other non-resource paths, without the bench's own /metrics scrapes), less
+	// the same measured with no system running (Rates.Node). Each daemon talks to its own
+	// node's apiserver only, so this is its request rate: probes, Lease reads, writes and
+	// watches together.
+	NodeRequestsPerSecond []float64 `json:"nodeRequestsPerSecond,omitempty"`
+	// CPUMillicores is, per node in node order, the CPU time of the daemon's process group
+	// during the window, in thousandths of a core.
+	CPUMillicores []float64 `json:"cpuMillicores,omitempty"`
 	// BinaryBytes is the size of the daemon's executable.
 	BinaryBytes int64 `json:"binaryBytes"`
 	// HolderChanges counts changes of the VIP holder set during the window (flapping).
 	HolderChanges int `json:"holderChanges"`
+}
+
+// MaxNodeRequests is the largest per-node request rate.
+func (s Steady) MaxNodeRequests() float64 {
+	var m float64
+	for _, r := range s.NodeRequestsPerSecond {
+		m = max(m, r)
+	}
+	return m
+}
+
+// MaxCPU is the largest per-node CPU use, in millicores.
+func (s Steady) MaxCPU() float64 {
+	var m float64
+	for _, c := range s.CPUMillicores {
+		m = max(m, c)
+	}
+	return m
 }
 
 // MaxRSS is the largest per-node resident set.
@@ -48,33 +76,63 @@ func (s Steady) MaxRSS() int64 {
 	return m
 }
 
-// LeaseRequests returns the sum over all apiservers of apiserver_request_total for the
-// resource leases.
-func (r *Runner) LeaseRequests(ctx context.Context) (float64, error) {
-	var sum float64
-	for _, n := range r.h.Nodes() {
-		v, err := leaseRequests(ctx, n)
-		if err != nil {
-			return 0, err
-		}
-		sum += v
-	}
-	return sum, nil
+// Requests are request counts (or, from Baseline, rates per second): the lease requests
+// summed over all apiservers, and every request per node.
+type Requests struct {
+	Leases float64   `json:"leases"`
+	Node   []float64 `json:"node"`
 }
 
-func leaseRequests(ctx context.Context, n *netns.Node) (float64, error) {
+// Requests scrapes every apiserver's apiserver_request_total.
+func (r *Runner) Requests(ctx context.Context) (Requests, error) {
+	var q Requests
+	for _, n := range r.h.Nodes() {
+		leases, all, err := requests(ctx, n)
+		if err != nil {
+			return Requests{}, err
+		}
+		q.Leases += leases
+		q.Node = append(q.Node, all)
+	}
+	return q, nil
+}
+
+// requests returns one apiserver's lease requests and all its requests except the scrapes
+// of /metrics (the bench's own).
+func requests(ctx context.Context, n *netns.Node) (leases, all float64, err error) {
 	cs, err := kubernetes.NewForConfig(n.RESTConfig())
 	if err != nil {
-		return 0, fmt.Errorf("%s: client: %w", n.Name(), err)
+		return 0, 0, fmt.Errorf("%s: client: %w", n.Name(), err)
 	}
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%s: scraping apiserver metrics: %w", n.Name(), err)
+		return 0, 0, fmt.Errorf("%s: scraping apiserver metrics: %w", n.Name(), err)
 	}
-	return sumCounter(raw, "apiserver_request_total", "resource", "leases")
+	if leases, err = sumCounter(raw, "apiserver_request_total", "resource", "leases"); err != nil {
+		return 0, 0, err
+	}
+	total, err := sumCounter(raw, "apiserver_request_total", "", "")
+	if err != nil {
+		return 0, 0, err
+	}
+	scrapes, err := sumCounter(raw, "apiserver_request_total", "subresource", "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	return leases, total - scrapes, nil
 }
 
-// sumCounter sums the counter family name over the series whose label has value.
+// rates turns the counts before and after an interval into rates per second.
+func rates(before, after Requests, d time.Duration) Requests {
+	q := Requests{Leases: (after.Leases - before.Leases) / d.Seconds()}
+	for i := range after.Node {
+		q.Node = append(q.Node, (after.Node[i]-before.Node[i])/d.Seconds())
+	}
+	return q
+}
+
+// sumCounter sums the counter family name over the series whose label has value (every
+// series when label is empty).
 func sumCounter(text []byte, name, label, value string) (float64, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
@@ -87,6 +145,10 @@ func sumCounter(text []byte, name, label, value string) (float64, error) {
 	}
 	var sum float64
 	for _, m := range fam.GetMetric() {
+		if label == "" {
+			sum += m.GetCounter().GetValue()
+			continue
+		}
 		for _, l := range m.GetLabel() {
 			if l.GetName() == label && l.GetValue() == value {
 				sum += m.GetCounter().GetValue()
@@ -97,28 +159,28 @@ func sumCounter(text []byte, name, label, value string) (float64, error) {
 	return sum, nil
 }
 
-// Baseline measures the apiservers' own lease requests per second over window, with no
-// system under test running.
-func (r *Runner) Baseline(ctx context.Context, window time.Duration) (float64, error) {
-	before, err := r.LeaseRequests(ctx)
+// Baseline measures the apiservers' own requests per second over window, with no system
+// under test running.
+func (r *Runner) Baseline(ctx context.Context, window time.Duration) (Requests, error) {
+	before, err := r.Requests(ctx)
 	if err != nil {
-		return 0, err
+		return Requests{}, err
 	}
 	start := time.Now()
 	time.Sleep(window)
-	after, err := r.LeaseRequests(ctx)
+	after, err := r.Requests(ctx)
 	if err != nil {
-		return 0, err
+		return Requests{}, err
 	}
-	return (after - before) / time.Since(start).Seconds(), nil
+	return rates(before, after, time.Since(start)), nil
 }
 
 // Steady measures d over window after waiting for a stable holder.
-func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration, baseline float64) (Steady, error) {
+func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration, baseline Requests) (Steady, error) {
 	if _, err := r.WaitStable(ctx, d, 90*time.Second); err != nil {
 		return Steady{}, err
 	}
-	s := Steady{Window: window, BaselinePerSecond: baseline}
+	s := Steady{Window: window, BaselinePerSecond: baseline.Leases}
 	bin := d.sys.Binary()
 	if !filepath.IsAbs(bin) {
 		if p, err := exec.LookPath(bin); err == nil {
@@ -132,21 +194,38 @@ func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration
 	s.BinaryBytes = fi.Size()
 
 	sampler := r.h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: 20 * time.Millisecond})
-	before, err := r.LeaseRequests(ctx)
+	cpuBefore, err := d.groupCPU()
+	if err != nil {
+		sampler.Stop()
+		return s, err
+	}
+	before, err := r.Requests(ctx)
 	if err != nil {
 		sampler.Stop()
 		return s, err
 	}
 	start := time.Now()
 	time.Sleep(window)
-	after, err := r.LeaseRequests(ctx)
+	after, err := r.Requests(ctx)
 	elapsed := time.Since(start)
 	sr := sampler.Stop()
 	if err != nil {
 		return s, err
 	}
-	s.LeaseRequests = after - before
-	s.RequestsPerSecond = max(0, s.LeaseRequests/elapsed.Seconds()-baseline)
+	cpuAfter, err := d.groupCPU()
+	if err != nil {
+		return s, err
+	}
+	s.LeaseRequests = after.Leases - before.Leases
+	s.RequestsPerSecond = max(0, s.LeaseRequests/elapsed.Seconds()-baseline.Leases)
+	perSecond := rates(before, after, elapsed)
+	for i, v := range perSecond.Node {
+		if i < len(baseline.Node) {
+			v -= baseline.Node[i]
+		}
+		s.NodeRequestsPerSecond = append(s.NodeRequestsPerSecond, max(0, v))
+		s.CPUMillicores = append(s.CPUMillicores, 1000*(cpuAfter[i]-cpuBefore[i]).Seconds()/elapsed.Seconds())
+	}
 	s.HolderChanges = max(0, len(sr.Changes)-1)
 	for i := range d.nodes {
 		rss, err := groupRSS(d.Process(i).PID())
@@ -158,48 +237,100 @@ func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration
 	return s, nil
 }
 
-// groupRSS sums VmRSS of every process in process group pgid.
-func groupRSS(pgid int) (int64, error) {
+// groupCPU returns, per node, the CPU time (user and system) of the daemon's process group.
+func (d *Deployment) groupCPU() ([]time.Duration, error) {
+	var out []time.Duration
+	for i := range d.nodes {
+		pgid := d.Process(i).PID()
+		var total time.Duration
+		err := forGroup(pgid, func(pid int) {
+			if c, err := cpuTime(pid); err == nil {
+				total += c
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: %w", d.sys.Name(), d.nodes[i].Name(), err)
+		}
+		out = append(out, total)
+	}
+	return out, nil
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
+const clockTicks = 100
+
+// cpuTime reads utime + stime of /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 13 {
+		return 0, errors.New("malformed stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat(5)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// forGroup calls f for every process in process group pgid; an error if there is none.
+func forGroup(pgid int, f func(pid int)) error {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("reading /proc: %w", err)
+		return fmt.Errorf("reading /proc: %w", err)
 	}
-	var total int64
 	found := false
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		g, err := processGroup(pid)
-		if err != nil || g != pgid {
-			continue
+		if g, err := processGroup(pid); err == nil && g == pgid {
+			f(pid)
+			found = true
 		}
-		rss, err := vmRSS(pid)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		total += rss
-		found = true
 	}
 	if !found {
-		return 0, fmt.Errorf("no process in group %d", pgid)
+		return fmt.Errorf("no process in group %d", pgid)
 	}
-	return total, nil
+	return nil
 }
 
-// processGroup reads the pgrp field of /proc/<pid>/stat.
-func processGroup(pid int) (int, error) {
+// groupRSS sums VmRSS of every process in process group pgid.
+func groupRSS(pgid int) (int64, error) {
+	var total int64
+	err := forGroup(pgid, func(pid int) {
+		if rss, err := vmRSS(pid); err == nil { // else exited meanwhile
+			total += rss
+		}
+	})
+	return total, err
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command name: field 3 of
+// stat(5) (state) is the first.
+func statFields(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	// The command name is in parentheses and may hold spaces; fields follow the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("malformed stat")
+		return nil, errors.New("malformed stat")
 	}
-	f := strings.Fields(string(b[i+1:]))
+	return strings.Fields(string(b[i+1:])), nil
+}
+
+// processGroup reads the pgrp field of /proc/<pid>/stat.
+func processGroup(pid int) (int, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
 	if len(f) < 3 {
 		return 0, errors.New("malformed stat")
 	}

@@ -30,6 +30,7 @@ func TestKernelLifetimeExpiry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close()
 		measure := func() time.Duration {
 			t.Helper()
 			// A random phase against the kernel's whole-second rounding and timer wheel.

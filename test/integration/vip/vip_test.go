@@ -6,10 +6,14 @@ package vip_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +28,7 @@ var address = netip.MustParseAddr("198.18.5.100")
 
 // inNamespace runs the test body on a thread that is inside a fresh namespace with one
 // interface, dummy0 (one end of a veth pair), holding 198.18.5.2/24.
-func inNamespace(t *testing.T, body func(run func(args ...string) string)) {
+func inNamespace(t testing.TB, body func(run func(args ...string) string)) {
 	framework.RequireRoot(t)
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -75,6 +79,7 @@ func TestVIPOnTheKernel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close()
 
 		added, err := a.Ensure()
 		if err != nil || !added {
@@ -141,34 +146,106 @@ func TestLinkWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer a.Close()
 		if up, err := a.LinkUp(); err != nil || !up {
 			t.Fatalf("LinkUp = %v, %v; want up", up, err)
 		}
 		changes := make(chan bool, 8)
 		done := make(chan struct{})
 		defer close(done)
-		if err := a.WatchLink(done, func(up bool) { changes <- up }); err != nil {
+		if err := a.WatchLink(done, vip.LinkWatch{OnChange: func(up bool) { changes <- up }}); err != nil {
 			t.Fatal(err)
 		}
+		expectLink(t, changes, true, "the link's state when the watch started")
 		run("link", "set", "dummy0", "down")
-		select {
-		case up := <-changes:
-			if up {
-				t.Fatal("link down reported as up")
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no report of the link going down")
-		}
+		expectLink(t, changes, false, "the link going down")
 		run("link", "set", "dummy0", "up")
-		select {
-		case up := <-changes:
-			if !up {
-				t.Fatal("link up reported as down")
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no report of the link coming up")
-		}
+		expectLink(t, changes, true, "the link coming up")
 	})
+}
+
+// expectLink waits up to 5 s for the next report of the link watch and checks it.
+func expectLink(t *testing.T, changes <-chan bool, want bool, what string) {
+	t.Helper()
+	select {
+	case up := <-changes:
+		if up != want {
+			t.Fatalf("%s: reported up=%v, want %v", what, up, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no report of %s", what)
+	}
+}
+
+// M4: a burst of link messages that overflows the watch's socket (ENOBUFS) must not end
+// the watch: a consumer that is busy during the burst must not make the kernel drop
+// messages, and a subscription the kernel ends anyway is renewed and lists the links again,
+// so later changes are still reported.
+func TestLinkWatchSurvivesABurst(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		buffer      int // 0: the default
+		wantRestart bool
+	}{
+		{"default buffer, consumer busy", 0, false},
+		{"smallest buffer: the kernel ends the subscription", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inNamespace(t, func(run func(args ...string) string) {
+				a, err := vip.New("dummy0", address, time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				changes := make(chan bool, 64)
+				busy := make(chan struct{})
+				var mu sync.Mutex
+				var restarts []error
+				done := make(chan struct{})
+				defer close(done)
+				err = a.WatchLink(done, vip.LinkWatch{
+					OnChange: func(up bool) {
+						<-busy // the consumer (the keeper, busy with netlink) stalls during the burst
+						changes <- up
+					},
+					OnRestart: func(err error) {
+						mu.Lock()
+						restarts = append(restarts, err)
+						mu.Unlock()
+					},
+					ReceiveBuffer: tc.buffer,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				run("link", "set", "dummy0", "down") // a change the consumer is busy with
+				// A burst of link messages: 300 veth pairs created at once, as when many
+				// pods are set up or torn down together.
+				var batch strings.Builder
+				for i := range 300 {
+					fmt.Fprintf(&batch, "link add b%d type veth peer name c%d\n", i, i)
+				}
+				file := filepath.Join(t.TempDir(), "burst")
+				if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				run("-batch", file)
+				close(busy)
+				time.Sleep(500 * time.Millisecond)
+				for len(changes) > 0 {
+					<-changes
+				}
+				run("link", "set", "dummy0", "up")
+				expectLink(t, changes, true, "the link coming up after a burst of link messages (the watch died?)")
+				mu.Lock()
+				defer mu.Unlock()
+				t.Logf("%d subscription(s) renewed: %v", len(restarts), restarts)
+				if tc.wantRestart && len(restarts) == 0 {
+					t.Error("the kernel never ended the subscription; the test did not exercise the renewal")
+				}
+			})
+		})
+	}
 }
 
 func TestDetectInterfaceFailsClearly(t *testing.T) {
@@ -176,6 +253,38 @@ func TestDetectInterfaceFailsClearly(t *testing.T) {
 		_, err := vip.DetectInterface(netip.MustParseAddr("198.19.9.9"))
 		if err == nil || !strings.Contains(err.Error(), "set the interface explicitly") {
 			t.Fatalf("DetectInterface for an address in no local subnet = %v; want a clear error", err)
+		}
+	})
+}
+
+// BenchmarkEnsureOnABusyHost measures one refresh of the VIP on a host with 5000 other
+// addresses (kube-proxy in IPVS mode puts every ClusterIP on kube-ipvs0): the leader
+// refreshes on every keeper tick of its refresh window, so the cost must not grow with
+// the host's addresses.
+func BenchmarkEnsureOnABusyHost(b *testing.B) {
+	inNamespace(b, func(run func(args ...string) string) {
+		var batch strings.Builder
+		for i := range 5000 {
+			fmt.Fprintf(&batch, "addr add 198.19.%d.%d/32 dev peer0\n", i/250, i%250+1)
+		}
+		file := filepath.Join(b.TempDir(), "addrs")
+		if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		run("-batch", file)
+		a, err := vip.New("dummy0", address, time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := a.Ensure(); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := a.Ensure(); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
