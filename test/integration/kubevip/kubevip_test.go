@@ -1,0 +1,449 @@
+package kubevip_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
+	"github.com/gardener/gardener-extension-kube-vip/test/integration/kubevip"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+var kubeVIPBin, agentBin string
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "test/integration/kubevip needs root: it builds network namespaces")
+		return 1
+	}
+	if _, err := os.Stat("/etc/kubernetes/admin.conf"); err == nil {
+		fmt.Fprintln(os.Stderr, "/etc/kubernetes/admin.conf exists: kube-vip would use it instead of the in-cluster config")
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "kvt-kubevip-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if kubeVIPBin, err = kubevip.Build(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if agentBin, err = agent.BuildAgent(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+const namespace = "kube-system"
+
+// kube-vip's timings as rendered from kube-vip-agent's defaults (3/2/1 s), and the bound
+// on a failover after the leader's crash that docs/kube-vip.md states: a follower may
+// have seen the last renewal up to 1.2 retry periods late, takes over after the lease
+// duration and tries every 1.2 retry periods, so leaseDuration + 3 x retryPeriod.
+const (
+	leaseDuration = 3 * time.Second
+	retryPeriod   = time.Second
+	failoverBound = leaseDuration + 3*retryPeriod
+	// switchBound is the outage bound of a switch from kube-vip-agent to kube-vip in
+	// docs/kube-vip.md (no image pull, no kubelet start): the controller's next try after
+	// HandoverPoll plus kube-vip's start and first acquisition of a fresh Lease.
+	switchBound = agentrollout.HandoverPoll + leaseDuration
+)
+
+func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interface) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	c, err := client.New(n.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(n.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cs
+}
+
+func kubeVIPSpec(h *netns.Harness) agentrollout.Spec {
+	return agentrollout.Spec{
+		Namespace:      namespace,
+		Implementation: v1alpha1.AgentImplementationKubeVIP,
+		Image:          "registry.example/kube-vip:v1.0.0",
+		VIP:            h.VIP().String(),
+		Interface:      netns.Interface,
+		APIServerPort:  6443,
+	}
+}
+
+// newPod reads the applied DaemonSet back from the apiserver and prepares its container.
+func newPod(ctx context.Context, t *testing.T, c client.Client, cs kubernetes.Interface, h *netns.Harness) *kubevip.Pod {
+	t.Helper()
+	ds := &appsv1.DaemonSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.KubeVIPName}, ds); err != nil {
+		t.Fatalf("reading the kube-vip DaemonSet: %v", err)
+	}
+	pod, err := kubevip.NewPod(ctx, cs, ds, kubeVIPBin, h.CAFile(), filepath.Join(h.Dir(), "kube-vip-pod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func leaseHolder(ctx context.Context, cs kubernetes.Interface, name string) (string, error) {
+	lease, err := cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+}
+
+// waitLeader waits until exactly one node, not excluded, holds the VIP and kube-vip's
+// Lease names it.
+func waitLeader(ctx context.Context, t *testing.T, h *netns.Harness, cs kubernetes.Interface, exclude *netns.Node) *netns.Node {
+	t.Helper()
+	for {
+		holders, err := h.Holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(holders) == 1 && holders[0] != exclude {
+			if holder, err := leaseHolder(ctx, cs, agentrollout.KubeVIPLeaseName); err == nil && holder == holders[0].Name() {
+				return holders[0]
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no single kube-vip leader (holders %v): %v", netns.Names(holders), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// waitNewHolder waits until some node other than old holds the VIP and returns when.
+func waitNewHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *netns.Node) (*netns.Node, []*netns.Node) {
+	t.Helper()
+	for {
+		holders, err := h.Holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range holders {
+			if n != old {
+				return n, holders
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no new VIP holder (holders %v): %v", netns.Names(holders), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func checkLogs(t *testing.T, procs map[*netns.Node]*netns.Process) {
+	t.Helper()
+	for n, p := range procs {
+		data, err := os.ReadFile(p.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.ToLower(string(data)), "forbidden") {
+			t.Errorf("kube-vip on %s was refused something by RBAC (see %s)", n, p.LogPath())
+		}
+	}
+}
+
+// TestKubeVIP runs kube-vip v1.0.0 as its DaemonSet says, under exactly its Role, on three
+// control-plane nodes: the VIP comes up on one node and answers, and a leader crash fails
+// over within the documented bound, leaving the VIP on the crashed node, too, until kube-vip
+// starts again there.
+func TestKubeVIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
+	c, cs := newClients(t, h.Nodes()[0])
+	if err := agentrollout.New(c).Deploy(ctx, kubeVIPSpec(h)); err != nil {
+		t.Fatalf("Deploy: %v", err)
+	}
+	pod := newPod(ctx, t, c, cs, h)
+	procs := map[*netns.Node]*netns.Process{}
+	for _, n := range h.Nodes() {
+		p, err := pod.Start(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs[n] = p
+	}
+	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
+	leader := waitLeader(upCtx, t, h, cs, nil)
+	upCancel()
+	t.Logf("kube-vip leader: %s", leader)
+	// The leader runs with exactly the container's capabilities: NET_ADMIN (12), NET_RAW (13).
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", procs[leader].PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "CapEff:\t0000000000003000\n") {
+		t.Errorf("kube-vip's capabilities are not NET_ADMIN and NET_RAW only:\n%s", status)
+	}
+
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeHTTPS, Count: 20, Interval: 50 * time.Millisecond, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := prober.Wait(); res.Failures > 0 {
+		t.Fatalf("GET https://VIP:6443/readyz failed %d of %d times: %+v", res.Failures, res.Probes, res.Outages)
+	}
+
+	// The leader crashes.
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	killed := time.Now()
+	if err := procs[leader].Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	foCtx, foCancel := context.WithTimeout(ctx, 30*time.Second)
+	next, holders := waitNewHolder(foCtx, t, h, leader)
+	foCancel()
+	failover := time.Since(killed)
+	t.Logf("failover after SIGKILL of the leader on %s: %s took over after %s (bound %s); holders then %v", leader, next, failover.Round(time.Millisecond), failoverBound, netns.Names(holders))
+	if failover > failoverBound {
+		t.Errorf("failover took %s, more than the documented %s", failover.Round(time.Millisecond), failoverBound)
+	}
+
+	// kube-vip sets no lifetime on the VIP: it stays on the crashed node.
+	time.Sleep(2 * time.Second)
+	if ok, err := leader.HasAddress(h.VIP()); err != nil || !ok {
+		t.Errorf("the crashed leader %s no longer has the VIP (%v, %v): docs/kube-vip.md says it keeps it until kube-vip restarts", leader, ok, err)
+	}
+	// The kubelet restarts the container; kube-vip removes a left-over VIP at start.
+	restarted := time.Now()
+	if procs[leader], err = pod.Start(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ok, err := leader.HasAddress(h.VIP())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Since(restarted) > 30*time.Second {
+			t.Fatalf("the restarted kube-vip on %s did not remove the left-over VIP", leader)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	report := sampler.Stop()
+	t.Logf("dual holders from the crash until the restart cleaned up: %s after the restart; max holders %d, %d overlaps", time.Since(restarted).Round(time.Millisecond), report.MaxHolders(), len(report.Overlaps))
+	if report.MaxHolders() < 2 {
+		t.Errorf("no dual holders seen after the crash: docs/kube-vip.md says there are")
+	}
+	final := waitLeader(ctx, t, h, cs, nil)
+	if final != next {
+		t.Errorf("leader moved again after the restart: %s, was %s", final, next)
+	}
+	checkLogs(t, procs)
+
+	// kube-vip's only credential is the token: without the RoleBinding the leader cannot
+	// renew, and drops the VIP after its renew deadline.
+	revoked := time.Now()
+	if err := c.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentrollout.KubeVIPName}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		holders, err := h.Holders()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(holders) == 0 {
+			break
+		}
+		if time.Since(revoked) > 30*time.Second {
+			t.Fatalf("kube-vip on %v keeps the VIP without its RoleBinding: it does not run under the ServiceAccount's token", netns.Names(holders))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("without the RoleBinding the VIP was dropped after %s", time.Since(revoked).Round(time.Millisecond))
+}
+
+// kubeletAndGC plays the garbage collector and the kubelets for the kube-vip-agent pods
+// of ac, which the harness runs without either: once the DaemonSet is gone, each pod is
+// marked for deletion, its agent gets SIGTERM (and SIGKILL after the grace period), and the
+// pod object is removed when the process has ended.
+func kubeletAndGC(ctx context.Context, c client.Client, ac *agent.Cluster, nodes []*netns.Node) error {
+	for {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.Name}, &appsv1.DaemonSet{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentrollout.Name + "-" + n.Name()}}
+			if err := c.Delete(ctx, pod); err != nil {
+				errs <- err
+				return
+			}
+			if p := ac.Agent(n); p != nil {
+				_ = p.Stop(5 * time.Second)
+			}
+			errs <- c.Delete(ctx, pod, client.GracePeriodSeconds(0))
+		}()
+	}
+	var all []error
+	for range nodes {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// TestSwitchFromKubeVIPAgent switches a running exposure from kube-vip-agent to kube-vip
+// through the Deployer: kube-vip starts only after kube-vip-agent's pods are gone, so the
+// VIP is never on two nodes; the outage of the switch stays within the documented bound.
+func TestSwitchFromKubeVIPAgent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
+	c, cs := newClients(t, h.Nodes()[0])
+	d := agentrollout.New(c)
+	ours := kubeVIPSpec(h)
+	ours.Implementation, ours.Image = v1alpha1.AgentImplementationKubeVIPAgent, "registry.example/kube-vip-agent:test"
+	if err := d.Deploy(ctx, ours); err != nil {
+		t.Fatalf("Deploy kube-vip-agent: %v", err)
+	}
+	ac := agent.NewCluster(h, agentBin)
+	if err := ac.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range h.Nodes() {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentrollout.Name + "-" + n.Name(), Labels: map[string]string{agentrollout.LabelAppName: agentrollout.Name}},
+			Spec: corev1.PodSpec{
+				NodeName: n.Name(), ServiceAccountName: agentrollout.Name, AutomountServiceAccountToken: ptr.To(false),
+				TerminationGracePeriodSeconds: ptr.To[int64](5),
+				Containers:                    []corev1.Container{{Name: agentrollout.Name, Image: ours.Image}},
+			},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatalf("creating the pod object of %s: %v", n, err)
+		}
+	}
+	stableCtx, stableCancel := context.WithTimeout(ctx, 30*time.Second)
+	old, err := ac.WaitStable(stableCtx, time.Second)
+	stableCancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-vip-agent leader: %s", old)
+
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	kubelet := make(chan error, 1)
+	go func() { kubelet <- kubeletAndGC(ctx, c, ac, h.Nodes()) }()
+
+	// The controller's loop: Deploy, and on a requeue try again after the delay asked for.
+	switched := time.Now()
+	tries := 0
+	for {
+		tries++
+		err := d.Deploy(ctx, kubeVIPSpec(h))
+		if err == nil {
+			break
+		}
+		var requeue *reconcilerutils.RequeueAfterError
+		if !errors.As(err, &requeue) {
+			t.Fatalf("Deploy kube-vip: %v", err)
+		}
+		if holders, err := h.Holders(); err == nil && len(holders) == 0 && tries == 1 {
+			t.Errorf("the VIP is down already at the first requeue (%v): kube-vip-agent must hold it until its pods stop", requeue)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(requeue.RequeueAfter):
+		}
+	}
+	if err := <-kubelet; err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range h.Nodes() {
+		if p := ac.Agent(n); p != nil && !p.Exited() {
+			t.Errorf("kube-vip starts while kube-vip-agent runs on %s", n)
+		}
+	}
+	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-vip-agent's Lease is left after the handover: %v", err)
+	}
+	pod := newPod(ctx, t, c, cs, h)
+	procs := map[*netns.Node]*netns.Process{}
+	for _, n := range h.Nodes() {
+		p, err := pod.Start(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs[n] = p
+	}
+	defer checkLogs(t, procs)
+	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
+	leader := waitLeader(upCtx, t, h, cs, nil)
+	upCancel()
+	time.Sleep(time.Second)
+	res := prober.Stop()
+	report := sampler.Stop()
+
+	var outage time.Duration
+	for _, o := range res.Outages {
+		if o.Open() {
+			t.Fatalf("the VIP does not answer after the switch: %+v", o)
+		}
+		outage += o.Duration()
+	}
+	t.Logf("switch kube-vip-agent (%s) -> kube-vip (%s): %d Deploy calls, %s until kube-vip leads; outage %s in %d run(s) (bound %s); max holders %d",
+		old, leader, tries, time.Since(switched).Round(time.Millisecond), outage.Round(time.Millisecond), len(res.Outages), switchBound, report.MaxHolders())
+	if report.MaxHolders() > 1 || len(report.Overlaps) > 0 {
+		t.Errorf("two holders during the switch: %+v", report.Overlaps)
+	}
+	if outage > switchBound {
+		t.Errorf("the switch interrupted the VIP for %s, more than the documented %s", outage.Round(time.Millisecond), switchBound)
+	}
+}
