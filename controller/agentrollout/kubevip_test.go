@@ -87,7 +87,7 @@ func TestKubeVIPDaemonSet(t *testing.T) {
 		t.Errorf("image=%q command=%q args=%q", c.Image, c.Command, c.Args)
 	}
 	want := map[string]string{
-		"vip_arp": "true", "cp_enable": "true", "cp_namespace": "kube-system", "svc_enable": "false",
+		"vip_arp": "true", "vip_arpRate": "1000", "cp_enable": "true", "cp_namespace": "kube-system", "svc_enable": "false",
 		"vip_leaderelection": "true", "vip_leasename": "kube-vip-cp",
 		"vip_leaseduration": "3", "vip_renewdeadline": "2", "vip_retryperiod": "1",
 		"address": "198.18.0.50", "port": "443", "vip_interface": "eth1",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,18 +67,21 @@ func run(m *testing.M) int {
 
 const namespace = "kube-system"
 
-// kube-vip's timings as rendered from kube-vip-agent's defaults (3/2/1 s), and the bound
-// on a failover after the leader's crash that docs/kube-vip.md states: a follower may
-// have seen the last renewal up to 1.2 retry periods late, takes over after the lease
-// duration and tries every 1.2 retry periods, so leaseDuration + 3 x retryPeriod.
+// kube-vip's timings as rendered from kube-vip-agent's defaults (3/2/1 s), and the bounds
+// that docs/kube-vip.md states.
 const (
 	leaseDuration = 3 * time.Second
 	retryPeriod   = time.Second
-	failoverBound = leaseDuration + 3*retryPeriod
-	// switchBound is the outage bound of a switch from kube-vip-agent to kube-vip in
-	// docs/kube-vip.md (no image pull, no kubelet start): the controller's next try after
-	// HandoverPoll plus kube-vip's start and first acquisition of a fresh Lease.
-	switchBound = agentrollout.HandoverPoll + leaseDuration
+	arpTick       = agentrollout.KubeVIPARPRate * time.Millisecond
+	// failoverBound: after the leader's crash a follower may have seen the last renewal up
+	// to 1.2 retry periods late, takes over after the lease duration, tries every 1.2
+	// retry periods, and adds the VIP on its next ARP tick.
+	failoverBound = leaseDuration + 3*retryPeriod + arpTick
+	// switchBound is the outage of a switch from kube-vip-agent to kube-vip without image
+	// pull and kubelet start: the controller tries again after HandoverPoll, kube-vip
+	// starts, wins the fresh Lease at once and adds the VIP on its next ARP tick; the lease
+	// duration covers the start.
+	switchBound = agentrollout.HandoverPoll + leaseDuration + arpTick
 )
 
 func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interface) {
@@ -403,16 +407,11 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		case <-time.After(requeue.RequeueAfter):
 		}
 	}
-	if err := <-kubelet; err != nil {
-		t.Fatal(err)
-	}
+	// The kubelets start the new DaemonSet's pods as soon as it exists.
 	for _, n := range h.Nodes() {
 		if p := ac.Agent(n); p != nil && !p.Exited() {
-			t.Errorf("kube-vip starts while kube-vip-agent runs on %s", n)
+			t.Errorf("the kube-vip DaemonSet exists while kube-vip-agent runs on %s", n)
 		}
-	}
-	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("kube-vip-agent's Lease is left after the handover: %v", err)
 	}
 	pod := newPod(ctx, t, c, cs, h)
 	procs := map[*netns.Node]*netns.Process{}
@@ -423,11 +422,32 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		}
 		procs[n] = p
 	}
+	if err := <-kubelet; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-vip-agent's Lease is left after the handover: %v", err)
+	}
 	defer checkLogs(t, procs)
 	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
 	leader := waitLeader(upCtx, t, h, cs, nil)
 	upCancel()
-	time.Sleep(time.Second)
+	// The client follows after the leader's gratuitous ARP.
+	answered := time.Now()
+	for {
+		dialCtx, dialCancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		conn, err := h.Client().DialContext(dialCtx, "tcp", netip.AddrPortFrom(h.VIP(), 6443).String())
+		dialCancel()
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Since(answered) > 15*time.Second {
+			t.Fatalf("the VIP does not answer after the switch: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	res := prober.Stop()
 	report := sampler.Stop()
 
