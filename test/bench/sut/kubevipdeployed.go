@@ -1,12 +1,12 @@
 package sut
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/test/integration/kubevip"
 )
 
 // KubeVIPDeployed runs upstream kube-vip with the environment of the container of the
@@ -65,20 +65,13 @@ func (k KubeVIPDeployed) Prepare(c Cluster, i int, dir string) (Command, error) 
 		return Command{}, err
 	}
 	ctr := ds.Spec.Template.Spec.Containers[0]
-	env := []string{}
+	env, err := kubevip.ResolveEnv(ctr, n.Name)
+	if err != nil {
+		return Command{}, err
+	}
 	for _, e := range cmd.Env {
 		if strings.HasPrefix(e, "HOME=") {
 			env = append(env, e)
-		}
-	}
-	for _, e := range ctr.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env = append(env, e.Name+"="+e.Value)
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName":
-			env = append(env, e.Name+"="+n.Name)
-		default:
-			return Command{}, fmt.Errorf("env %s of the kube-vip DaemonSet: only values and spec.nodeName are supported", e.Name)
 		}
 	}
 	cmd.Args, cmd.Env = ctr.Args, env

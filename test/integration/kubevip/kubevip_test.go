@@ -201,13 +201,9 @@ func TestKubeVIP(t *testing.T) {
 		t.Fatalf("Deploy: %v", err)
 	}
 	pod := newPod(ctx, t, c, cs, h)
-	procs := map[*netns.Node]*netns.Process{}
-	for _, n := range h.Nodes() {
-		p, err := pod.Start(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs[n] = p
+	procs, err := pod.StartAll(ctx, h)
+	if err != nil {
+		t.Fatal(err)
 	}
 	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
 	leader := waitLeader(upCtx, t, h, cs, nil)
@@ -414,13 +410,9 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		}
 	}
 	pod := newPod(ctx, t, c, cs, h)
-	procs := map[*netns.Node]*netns.Process{}
-	for _, n := range h.Nodes() {
-		p, err := pod.Start(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs[n] = p
+	procs, err := pod.StartAll(ctx, h)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := <-kubelet; err != nil {
 		t.Fatal(err)

@@ -116,18 +116,41 @@ func (p *Pod) boundingSet() (string, error) {
 // env resolves the container's environment for node n, as the kubelet would; HOME is an
 // empty directory, as in the image.
 func (p *Pod) env(n *netns.Node) ([]string, error) {
-	env := []string{"HOME=" + filepath.Join(p.Dir, "home")}
-	for _, e := range p.Container.Env {
+	env, err := ResolveEnv(p.Container, n.Name())
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{"HOME=" + filepath.Join(p.Dir, "home")}, env...), nil
+}
+
+// ResolveEnv renders a container's environment as NAME=value for the node named node:
+// values as they are, spec.nodeName from the downward API; nothing else is supported.
+func ResolveEnv(c corev1.Container, node string) ([]string, error) {
+	var env []string
+	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
 			env = append(env, e.Name+"="+e.Value)
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName":
-			env = append(env, e.Name+"="+n.Name())
+			env = append(env, e.Name+"="+node)
 		default:
-			return nil, fmt.Errorf("env %s: only values and spec.nodeName are supported", e.Name)
+			return nil, fmt.Errorf("env %s of container %s: only values and spec.nodeName are supported", e.Name, c.Name)
 		}
 	}
 	return env, nil
+}
+
+// StartAll starts the container on every node of h.
+func (p *Pod) StartAll(ctx context.Context, h *netns.Harness) (map[*netns.Node]*netns.Process, error) {
+	procs := map[*netns.Node]*netns.Process{}
+	for _, n := range h.Nodes() {
+		proc, err := p.Start(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		procs[n] = proc
+	}
+	return procs, nil
 }
 
 // Start starts the container's process on n.
