@@ -69,6 +69,13 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("invalid agent spec: %w", err)
 	}
 	for _, other := range others(spec.implementation()) {
+		present, err := d.present(ctx, spec.Namespace, other)
+		if err != nil {
+			return err
+		}
+		if !present {
+			continue
+		}
 		gone, err := d.remove(ctx, spec.Namespace, other)
 		if err != nil {
 			return err
@@ -145,14 +152,35 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 	for _, obj := range []client.Object{
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: names.lease, Namespace: namespace}},
+		// Last: present takes its absence for "nothing of this implementation is left".
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 	} {
 		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, namespace, obj.GetName(), err)
 		}
 	}
 	return true, nil
+}
+
+// present tells whether anything of an implementation may be left: its DaemonSet, a pod, or
+// its ServiceAccount, which remove deletes last. It spares Deploy the deletions of remove
+// on every reconciliation once a handover is done.
+func (d *Deployer) present(ctx context.Context, namespace string, names objectNames) (bool, error) {
+	for _, obj := range []client.Object{&appsv1.DaemonSet{}, &corev1.ServiceAccount{}} {
+		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.name}, obj)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("reading %T %s/%s: %w", obj, namespace, names.name, err)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels()), client.Limit(1)); err != nil {
+		return false, fmt.Errorf("listing %s pods in %s: %w", names.implementation, namespace, err)
+	}
+	return len(pods.Items) > 0, nil
 }
 
 // Status reports the DaemonSet's desired and ready pods and the holder of the Lease of the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
@@ -165,7 +166,13 @@ func TestDeployHandsOver(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgent.selectorLabels()},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
 	}
-	c := fake.NewClientBuilder().WithObjects(running).Build()
+	deletes := 0
+	c := fake.NewClientBuilder().WithObjects(running).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			deletes++
+			return c.Delete(ctx, obj, opts...)
+		},
+	}).Build()
 	d := New(c)
 	spec := Spec{Namespace: ns, Implementation: v1alpha1.AgentImplementationKubeVIP, Image: "kube-vip:v1.0.0", VIP: "198.18.0.50"}
 
@@ -186,6 +193,11 @@ func TestDeployHandsOver(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: KubeVIPName}, &appsv1.DaemonSet{}); err != nil {
 		t.Fatalf("the kube-vip DaemonSet: %v", err)
+	}
+	// Once nothing of kube-vip-agent is left, a Deploy deletes nothing.
+	deletes = 0
+	if err := d.Deploy(ctx, spec); err != nil || deletes != 0 {
+		t.Fatalf("Deploy after the handover = %v with %d deletions, want none", err, deletes)
 	}
 	status, err := d.Status(ctx, ns)
 	if err != nil || status.LeaseHolder != "" {
