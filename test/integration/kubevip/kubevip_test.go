@@ -77,10 +77,10 @@ const (
 	// to 1.2 retry periods late, takes over after the lease duration, tries every 1.2
 	// retry periods, and adds the VIP on its next ARP tick.
 	failoverBound = leaseDuration + 3*retryPeriod + arpTick
-	// switchBound is the outage of a switch from kube-vip-agent to kube-vip without image
-	// pull and kubelet start: the controller tries again after HandoverPoll, kube-vip
-	// starts, wins the fresh Lease at once and adds the VIP on its next ARP tick; the lease
-	// duration covers the start.
+	// switchBound is the outage of a switch between the implementations without image pull
+	// and kubelet start: the controller tries again after HandoverPoll, the new agent
+	// starts and wins its fresh Lease at once; kube-vip adds the VIP on its next ARP tick;
+	// kube-vip's lease duration covers the start.
 	switchBound = agentrollout.HandoverPoll + leaseDuration + arpTick
 )
 
@@ -97,6 +97,13 @@ func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interfac
 		t.Fatal(err)
 	}
 	return c, cs
+}
+
+// oursSpec is kubeVIPSpec for kube-vip-agent.
+func oursSpec(h *netns.Harness) agentrollout.Spec {
+	spec := kubeVIPSpec(h)
+	spec.Implementation, spec.Image = v1alpha1.AgentImplementationKubeVIPAgent, "registry.example/kube-vip-agent:test"
+	return spec
 }
 
 func kubeVIPSpec(h *netns.Harness) agentrollout.Spec {
@@ -297,13 +304,31 @@ func TestKubeVIP(t *testing.T) {
 	t.Logf("without the RoleBinding the VIP was dropped after %s", time.Since(revoked).Round(time.Millisecond))
 }
 
-// kubeletAndGC plays the garbage collector and the kubelets for the kube-vip-agent pods
-// of ac, which the harness runs without either: once the DaemonSet is gone, each pod is
-// marked for deletion, its agent gets SIGTERM (and SIGKILL after the grace period), and the
-// pod object is removed when the process has ended.
-func kubeletAndGC(ctx context.Context, c client.Client, ac *agent.Cluster, nodes []*netns.Node) error {
+// podObjects creates the pod objects that the kubelets would report for the pods of the
+// DaemonSet name (the harness runs no kubelet): one per node, with the DaemonSet's labels.
+func podObjects(ctx context.Context, t *testing.T, c client.Client, name string, nodes []*netns.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + n.Name(), Labels: map[string]string{agentrollout.LabelAppName: name}},
+			Spec: corev1.PodSpec{
+				NodeName: n.Name(), ServiceAccountName: name, AutomountServiceAccountToken: ptr.To(false),
+				TerminationGracePeriodSeconds: ptr.To[int64](5),
+				Containers:                    []corev1.Container{{Name: name, Image: "registry.example/" + name + ":test"}},
+			},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatalf("creating the pod object of %s on %s: %v", name, n, err)
+		}
+	}
+}
+
+// kubeletAndGC plays the garbage collector and the kubelets for the pods of the DaemonSet
+// name: once the DaemonSet is gone, each pod is marked for deletion, stop ends its process
+// (SIGTERM, SIGKILL after the grace period), and the pod object is removed.
+func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*netns.Node), nodes []*netns.Node) error {
 	for {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.Name}, &appsv1.DaemonSet{})
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &appsv1.DaemonSet{})
 		if apierrors.IsNotFound(err) {
 			break
 		}
@@ -316,14 +341,12 @@ func kubeletAndGC(ctx context.Context, c client.Client, ac *agent.Cluster, nodes
 	errs := make(chan error, len(nodes))
 	for _, n := range nodes {
 		go func() {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentrollout.Name + "-" + n.Name()}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + n.Name()}}
 			if err := c.Delete(ctx, pod); err != nil {
 				errs <- err
 				return
 			}
-			if p := ac.Agent(n); p != nil {
-				_ = p.Stop(5 * time.Second)
-			}
+			stop(n)
 			errs <- c.Delete(ctx, pod, client.GracePeriodSeconds(0))
 		}()
 	}
@@ -334,68 +357,23 @@ func kubeletAndGC(ctx context.Context, c client.Client, ac *agent.Cluster, nodes
 	return errors.Join(all...)
 }
 
-// TestSwitchFromKubeVIPAgent switches a running exposure from kube-vip-agent to kube-vip
-// through the Deployer: kube-vip starts only after kube-vip-agent's pods are gone, so the
-// VIP is never on two nodes; the outage of the switch stays within the documented bound.
-func TestSwitchFromKubeVIPAgent(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
-	c, cs := newClients(t, h.Nodes()[0])
-	d := agentrollout.New(c)
-	ours := kubeVIPSpec(h)
-	ours.Implementation, ours.Image = v1alpha1.AgentImplementationKubeVIPAgent, "registry.example/kube-vip-agent:test"
-	if err := d.Deploy(ctx, ours); err != nil {
-		t.Fatalf("Deploy kube-vip-agent: %v", err)
-	}
-	ac := agent.NewCluster(h, agentBin)
-	if err := ac.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range h.Nodes() {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentrollout.Name + "-" + n.Name(), Labels: map[string]string{agentrollout.LabelAppName: agentrollout.Name}},
-			Spec: corev1.PodSpec{
-				NodeName: n.Name(), ServiceAccountName: agentrollout.Name, AutomountServiceAccountToken: ptr.To(false),
-				TerminationGracePeriodSeconds: ptr.To[int64](5),
-				Containers:                    []corev1.Container{{Name: agentrollout.Name, Image: ours.Image}},
-			},
-		}
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatalf("creating the pod object of %s: %v", n, err)
-		}
-	}
-	stableCtx, stableCancel := context.WithTimeout(ctx, 30*time.Second)
-	old, err := ac.WaitStable(stableCtx, time.Second)
-	stableCancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube-vip-agent leader: %s", old)
-
-	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
-	kubelet := make(chan error, 1)
-	go func() { kubelet <- kubeletAndGC(ctx, c, ac, h.Nodes()) }()
-
-	// The controller's loop: Deploy, and on a requeue try again after the delay asked for.
-	switched := time.Now()
+// deployUntilDone is the controller's loop: Deploy, and on a requeue try again after the
+// delay asked for. At the first requeue the old agent must still hold the VIP.
+func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *agentrollout.Deployer, spec agentrollout.Spec) int {
+	t.Helper()
 	tries := 0
 	for {
 		tries++
-		err := d.Deploy(ctx, kubeVIPSpec(h))
+		err := d.Deploy(ctx, spec)
 		if err == nil {
-			break
+			return tries
 		}
 		var requeue *reconcilerutils.RequeueAfterError
 		if !errors.As(err, &requeue) {
-			t.Fatalf("Deploy kube-vip: %v", err)
+			t.Fatalf("Deploy %s: %v", spec.Implementation, err)
 		}
 		if holders, err := h.Holders(); err == nil && len(holders) == 0 && tries == 1 {
-			t.Errorf("the VIP is down already at the first requeue (%v): kube-vip-agent must hold it until its pods stop", requeue)
+			t.Errorf("the VIP is down already at the first requeue (%v): the old agent must hold it until its pods stop", requeue)
 		}
 		select {
 		case <-ctx.Done():
@@ -403,28 +381,12 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		case <-time.After(requeue.RequeueAfter):
 		}
 	}
-	// The kubelets start the new DaemonSet's pods as soon as it exists.
-	for _, n := range h.Nodes() {
-		if p := ac.Agent(n); p != nil && !p.Exited() {
-			t.Errorf("the kube-vip DaemonSet exists while kube-vip-agent runs on %s", n)
-		}
-	}
-	pod := newPod(ctx, t, c, cs, h)
-	procs, err := pod.StartAll(ctx, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-kubelet; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("kube-vip-agent's Lease is left after the handover: %v", err)
-	}
-	defer checkLogs(t, procs)
-	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
-	leader := waitLeader(upCtx, t, h, cs, nil)
-	upCancel()
-	// The client follows after the leader's gratuitous ARP.
+}
+
+// finishSwitch waits until the client reaches the VIP again, stops the prober and the
+// sampler, and checks that no two nodes held the VIP and the outage stayed in the bound.
+func finishSwitch(ctx context.Context, t *testing.T, h *netns.Harness, prober *netns.Prober, sampler *netns.HolderSampler, what string, switched time.Time) {
+	t.Helper()
 	answered := time.Now()
 	for {
 		dialCtx, dialCancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -442,7 +404,6 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	res := prober.Stop()
 	report := sampler.Stop()
-
 	var outage time.Duration
 	for _, o := range res.Outages {
 		if o.Open() {
@@ -450,12 +411,131 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		}
 		outage += o.Duration()
 	}
-	t.Logf("switch kube-vip-agent (%s) -> kube-vip (%s): %d Deploy calls, %s until kube-vip leads; outage %s in %d run(s) (bound %s); max holders %d",
-		old, leader, tries, time.Since(switched).Round(time.Millisecond), outage.Round(time.Millisecond), len(res.Outages), switchBound, report.MaxHolders())
+	t.Logf("switch %s: %s until the client follows; outage %s in %d run(s) (bound %s); max holders %d",
+		what, time.Since(switched).Round(time.Millisecond), outage.Round(time.Millisecond), len(res.Outages), switchBound, report.MaxHolders())
 	if report.MaxHolders() > 1 || len(report.Overlaps) > 0 {
 		t.Errorf("two holders during the switch: %+v", report.Overlaps)
 	}
 	if outage > switchBound {
 		t.Errorf("the switch interrupted the VIP for %s, more than the documented %s", outage.Round(time.Millisecond), switchBound)
 	}
+}
+
+// TestSwitchFromKubeVIPAgent switches a running exposure from kube-vip-agent to kube-vip
+// through the Deployer: kube-vip starts only after kube-vip-agent's pods are gone, so the
+// VIP is never on two nodes; the outage of the switch stays within the documented bound.
+func TestSwitchFromKubeVIPAgent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
+	c, cs := newClients(t, h.Nodes()[0])
+	d := agentrollout.New(c)
+	if err := d.Deploy(ctx, oursSpec(h)); err != nil {
+		t.Fatalf("Deploy kube-vip-agent: %v", err)
+	}
+	ac := agent.NewCluster(h, agentBin)
+	if err := ac.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	podObjects(ctx, t, c, agentrollout.Name, h.Nodes())
+	stableCtx, stableCancel := context.WithTimeout(ctx, 30*time.Second)
+	old, err := ac.WaitStable(stableCtx, time.Second)
+	stableCancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	kubelet := make(chan error, 1)
+	stop := func(n *netns.Node) {
+		if p := ac.Agent(n); p != nil {
+			_ = p.Stop(5 * time.Second)
+		}
+	}
+	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.Name, stop, h.Nodes()) }()
+
+	switched := time.Now()
+	tries := deployUntilDone(ctx, t, h, d, kubeVIPSpec(h))
+	// The kubelets start the new DaemonSet's pods as soon as it exists.
+	for _, n := range h.Nodes() {
+		if p := ac.Agent(n); p != nil && !p.Exited() {
+			t.Errorf("the kube-vip DaemonSet exists while kube-vip-agent runs on %s", n)
+		}
+	}
+	pod := newPod(ctx, t, c, cs, h)
+	procs, err := pod.StartAll(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer checkLogs(t, procs)
+	if err := <-kubelet; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-vip-agent's Lease is left after the handover: %v", err)
+	}
+	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
+	leader := waitLeader(upCtx, t, h, cs, nil)
+	upCancel()
+	finishSwitch(ctx, t, h, prober, sampler, fmt.Sprintf("kube-vip-agent (%s) -> kube-vip (%s), %d Deploy calls", old, leader, tries), switched)
+}
+
+// TestSwitchBackToKubeVIPAgent switches from kube-vip back to kube-vip-agent, the same way.
+func TestSwitchBackToKubeVIPAgent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
+	c, cs := newClients(t, h.Nodes()[0])
+	d := agentrollout.New(c)
+	if err := d.Deploy(ctx, kubeVIPSpec(h)); err != nil {
+		t.Fatalf("Deploy kube-vip: %v", err)
+	}
+	pod := newPod(ctx, t, c, cs, h)
+	procs, err := pod.StartAll(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podObjects(ctx, t, c, agentrollout.KubeVIPName, h.Nodes())
+	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
+	old := waitLeader(upCtx, t, h, cs, nil)
+	upCancel()
+
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	kubelet := make(chan error, 1)
+	stop := func(n *netns.Node) { _ = procs[n].Stop(5 * time.Second) }
+	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.KubeVIPName, stop, h.Nodes()) }()
+
+	switched := time.Now()
+	tries := deployUntilDone(ctx, t, h, d, oursSpec(h))
+	for n, p := range procs {
+		if !p.Exited() {
+			t.Errorf("the kube-vip-agent DaemonSet exists while kube-vip runs on %s", n)
+		}
+	}
+	ac := agent.NewCluster(h, agentBin)
+	if err := ac.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-kubelet; err != nil {
+		t.Fatal(err)
+	}
+	checkLogs(t, procs)
+	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.KubeVIPLeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-vip's Lease is left after the handover: %v", err)
+	}
+	stableCtx, stableCancel := context.WithTimeout(ctx, 30*time.Second)
+	leader, err := ac.WaitStable(stableCtx, 0)
+	stableCancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishSwitch(ctx, t, h, prober, sampler, fmt.Sprintf("kube-vip (%s) -> kube-vip-agent (%s), %d Deploy calls", old, leader, tries), switched)
 }
