@@ -114,7 +114,7 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 // podCannotHoldVIP.
 func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	allGone := true
-	for _, names := range []objectNames{kubeVIPAgent, kubeVIP} {
+	for _, names := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
 		gone, err := d.remove(ctx, namespace, names)
 		if err != nil {
 			return false, err
@@ -191,8 +191,8 @@ func (d *Deployer) present(ctx context.Context, namespace string, names objectNa
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
 	status := &v1alpha1.AgentStatus{}
 
-	names := kubeVIPAgent
-	for _, candidate := range []objectNames{kubeVIP, kubeVIPAgent} {
+	names := kubeVIPAgentNames()
+	for _, candidate := range []objectNames{kubeVIPNames(), kubeVIPAgentNames()} {
 		ds := &appsv1.DaemonSet{}
 		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: candidate.name}, ds)
 		if err == nil {

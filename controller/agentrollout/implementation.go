@@ -15,27 +15,30 @@ type objectNames struct {
 	watchLease bool
 }
 
-// kubeVIPAgent and kubeVIP are the two implementations; their object names differ, so
-// that both can be told apart while one hands over to the other.
-var (
-	kubeVIPAgent = objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true}
-	kubeVIP      = objectNames{implementation: v1alpha1.AgentImplementationKubeVIP, name: KubeVIPName, lease: KubeVIPLeaseName}
-)
+// kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
+// so that both can be told apart while one hands over to the other.
+func kubeVIPAgentNames() objectNames {
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true}
+}
+
+func kubeVIPNames() objectNames {
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIP, name: KubeVIPName, lease: KubeVIPLeaseName}
+}
 
 // namesOf returns the object names of an implementation; unknown ones get ours (the
 // spec's validation refuses them before).
 func namesOf(impl v1alpha1.AgentImplementation) objectNames {
 	if impl == v1alpha1.AgentImplementationKubeVIP {
-		return kubeVIP
+		return kubeVIPNames()
 	}
-	return kubeVIPAgent
+	return kubeVIPAgentNames()
 }
 
 // others returns the implementations other than impl: those that must be gone before
 // impl starts.
 func others(impl v1alpha1.AgentImplementation) []objectNames {
 	var out []objectNames
-	for _, o := range []objectNames{kubeVIPAgent, kubeVIP} {
+	for _, o := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
 		if o.implementation != impl {
 			out = append(out, o)
 		}
@@ -55,7 +58,7 @@ type Holder struct {
 // Holders lists the pods and Leases of every implementation.
 func Holders() []Holder {
 	return []Holder{
-		{PodLabels: kubeVIPAgent.selectorLabels(), LeaseName: kubeVIPAgent.lease},
-		{PodLabels: kubeVIP.selectorLabels(), LeaseName: kubeVIP.lease},
+		{PodLabels: kubeVIPAgentNames().selectorLabels(), LeaseName: kubeVIPAgentNames().lease},
+		{PodLabels: kubeVIPNames().selectorLabels(), LeaseName: kubeVIPNames().lease},
 	}
 }

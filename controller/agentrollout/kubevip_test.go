@@ -163,7 +163,7 @@ func TestDeployHandsOver(t *testing.T) {
 	ctx := context.Background()
 	ns := "kube-system"
 	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgent.selectorLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().selectorLabels()},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
 	}
 	deletes := 0

@@ -20,7 +20,7 @@ import (
 )
 
 // Labels are the labels of every object of the kube-vip-agent, and of its pods.
-func Labels() map[string]string { return kubeVIPAgent.labels() }
+func Labels() map[string]string { return kubeVIPAgentNames().labels() }
 
 func (o objectNames) labels() map[string]string {
 	return map[string]string{
@@ -171,9 +171,9 @@ func netAdminSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
 // daemonSet is the DaemonSet of the chosen implementation.
 func (s Spec) daemonSet() *appsv1ac.DaemonSetApplyConfiguration {
 	if s.implementation() == v1alpha1.AgentImplementationKubeVIP {
-		return kubeVIP.daemonSet(s.Namespace, kubeVIPContainer(s))
+		return kubeVIPNames().daemonSet(s.Namespace, kubeVIPContainer(s))
 	}
-	return kubeVIPAgent.daemonSet(s.Namespace, container(s))
+	return kubeVIPAgentNames().daemonSet(s.Namespace, container(s))
 }
 
 // daemonSet runs ctr on every control-plane node, in the host's network namespace, with

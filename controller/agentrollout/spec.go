@@ -1,8 +1,10 @@
-// Package agentrollout deploys the kube-vip-agent onto the control-plane nodes of a
-// self-hosted shoot: its ServiceAccount, the Role and RoleBinding that allow it exactly its
-// Lease, and the DaemonSet. Objects are written with server-side apply; deletion waits until
-// no agent pod is left, so that no node still holds the virtual IP when the caller goes on
-// to release the Neutron port.
+// Package agentrollout deploys the node agent onto the control-plane nodes of a self-hosted
+// shoot, either kube-vip-agent or upstream kube-vip (agent.implementation): its
+// ServiceAccount, the Role and RoleBinding that allow it exactly its Lease, and the
+// DaemonSet. Objects are written with server-side apply; deletion, and a switch between the
+// implementations, wait until no pod of the old agent is left, so that no node still holds
+// the virtual IP when the caller goes on (releasing the Neutron port, starting the other
+// agent).
 package agentrollout
 
 import (
