@@ -3,6 +3,7 @@ package agentrollout
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -48,52 +51,96 @@ func (d *Deployer) WithReader(r client.Reader) *Deployer {
 	return d
 }
 
-// Deploy creates or updates the ServiceAccount, Role, RoleBinding and DaemonSet with
-// server-side apply. Fields this package stops setting are removed from the objects;
-// a changed spec (image, timings, VIP) rolls the DaemonSet one node at a time.
+// HandoverPoll is how soon Deploy asks to be called again while the previous
+// implementation's pods are still stopping.
+const HandoverPoll = 2 * time.Second
+
+// Deploy creates or updates the ServiceAccount, Role, RoleBinding and DaemonSet of the
+// chosen implementation with server-side apply. Fields this package stops setting are
+// removed from the objects; a changed spec (image, timings, VIP) rolls the DaemonSet one
+// node at a time.
+//
+// Before it writes anything, it removes the other implementation (as Delete does) and
+// waits until none of its pods can hold the VIP any more: two implementations never run
+// at once, as they do not see each other's Lease. While it waits it returns a
+// RequeueAfterError of HandoverPoll.
 func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return fmt.Errorf("invalid agent spec: %w", err)
 	}
+	for _, other := range others(spec.implementation()) {
+		present, err := d.present(ctx, spec.Namespace, other)
+		if err != nil {
+			return err
+		}
+		if !present {
+			continue
+		}
+		gone, err := d.remove(ctx, spec.Namespace, other)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return &reconcilerutils.RequeueAfterError{
+				RequeueAfter: HandoverPoll,
+				Cause:        fmt.Errorf("waiting for the %s pods to stop before %s starts", other.implementation, spec.implementation()),
+			}
+		}
+	}
+	names := spec.names()
 	objects := []struct {
 		kind string
 		obj  runtime.ApplyConfiguration
 	}{
-		{"ServiceAccount", serviceAccount(spec.Namespace)},
-		{"Role", role(spec.Namespace)},
-		{"RoleBinding", roleBinding(spec.Namespace)},
-		{"DaemonSet", daemonSet(spec)},
+		{"ServiceAccount", names.serviceAccount(spec.Namespace)},
+		{"Role", names.role(spec.Namespace)},
+		{"RoleBinding", names.roleBinding(spec.Namespace)},
+		{"DaemonSet", spec.daemonSet()},
 	}
 	for _, o := range objects {
 		if err := d.client.Apply(ctx, o.obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.kind, spec.Namespace, Name, err)
+			return fmt.Errorf("applying %s %s/%s: %w", o.kind, spec.Namespace, names.name, err)
 		}
 	}
 	return nil
 }
 
-// Delete removes the agent. It deletes the DaemonSet and reports gone=false while the
-// DaemonSet or any agent pod still exists; the caller calls again later. Only when no
-// agent pod is left (so no node holds the VIP any more) does it delete the RoleBinding,
-// Role, ServiceAccount and the agents' Lease, and report gone=true. A pod stuck in
-// Terminating (its node unreachable, so its kubelet never confirms) counts as gone once
-// it cannot hold the VIP any more, see podCannotHoldVIP.
+// Delete removes the agent, whichever implementation runs. It deletes the DaemonSets and
+// reports gone=false while a DaemonSet or any agent pod still exists; the caller calls
+// again later. Only when no pod of an implementation is left (so no node holds the VIP any
+// more) does it delete that implementation's RoleBinding, Role, ServiceAccount and Lease;
+// gone=true when that is done for all. A pod stuck in Terminating (its node unreachable,
+// so its kubelet never confirms) counts as gone once it cannot hold the VIP any more, see
+// podCannotHoldVIP.
 func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: namespace}}
+	allGone := true
+	for _, names := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
+		gone, err := d.remove(ctx, namespace, names)
+		if err != nil {
+			return false, err
+		}
+		allGone = allGone && gone
+	}
+	return allGone, nil
+}
+
+// remove removes one implementation, see Delete.
+func (d *Deployer) remove(ctx context.Context, namespace string, names objectNames) (bool, error) {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}}
 	// Background: the garbage collector deletes the pods; the pod list below waits for it.
 	// Foreground would hide the pods' progress behind a finalizer on the DaemonSet.
 	if err := d.client.Delete(ctx, ds, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("deleting DaemonSet %s/%s: %w", namespace, Name, err)
+		return false, fmt.Errorf("deleting DaemonSet %s/%s: %w", namespace, names.name, err)
 	}
 	if err := d.reader.Get(ctx, client.ObjectKeyFromObject(ds), ds); err == nil {
 		return false, nil
 	} else if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, Name, err)
+		return false, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, names.name, err)
 	}
 
 	pods := &corev1.PodList{}
-	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(selectorLabels())); err != nil {
-		return false, fmt.Errorf("listing agent pods in %s: %w", namespace, err)
+	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels())); err != nil {
+		return false, fmt.Errorf("listing %s pods in %s: %w", names.implementation, namespace, err)
 	}
 	now := d.clock.Now()
 	for i := range pods.Items {
@@ -103,10 +150,11 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	}
 
 	for _, obj := range []client.Object{
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: namespace}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: namespace}},
-		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: namespace}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: names.lease, Namespace: namespace}},
+		// Last: present takes its absence for "nothing of this implementation is left".
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 	} {
 		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, namespace, obj.GetName(), err)
@@ -115,27 +163,56 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	return true, nil
 }
 
-// Status reports the DaemonSet's desired and ready pods and the holder of the agents'
-// Lease. A missing DaemonSet or Lease gives zero values, not an error. The holder is the
-// Lease's holderIdentity as written by the agents; an expired Lease keeps its last holder.
+// present tells whether anything of an implementation may be left: its DaemonSet, a pod, or
+// its ServiceAccount, which remove deletes last. It spares Deploy the deletions of remove
+// on every reconciliation once a handover is done.
+func (d *Deployer) present(ctx context.Context, namespace string, names objectNames) (bool, error) {
+	for _, obj := range []client.Object{&appsv1.DaemonSet{}, &corev1.ServiceAccount{}} {
+		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.name}, obj)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("reading %T %s/%s: %w", obj, namespace, names.name, err)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels()), client.Limit(1)); err != nil {
+		return false, fmt.Errorf("listing %s pods in %s: %w", names.implementation, namespace, err)
+	}
+	return len(pods.Items) > 0, nil
+}
+
+// Status reports the DaemonSet's desired and ready pods and the holder of the Lease of the
+// implementation that runs (upstream kube-vip's when its DaemonSet exists, else
+// kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error. The
+// holder is the Lease's holderIdentity as written by the agents; an expired Lease keeps
+// its last holder.
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
 	status := &v1alpha1.AgentStatus{}
 
-	ds := &appsv1.DaemonSet{}
-	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name}, ds); err == nil {
-		status.DesiredPods = ds.Status.DesiredNumberScheduled
-		status.ReadyPods = ds.Status.NumberReady
-	} else if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, Name, err)
+	names := kubeVIPAgentNames()
+	for _, candidate := range []objectNames{kubeVIPNames(), kubeVIPAgentNames()} {
+		ds := &appsv1.DaemonSet{}
+		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: candidate.name}, ds)
+		if err == nil {
+			names = candidate
+			status.DesiredPods = ds.Status.DesiredNumberScheduled
+			status.ReadyPods = ds.Status.NumberReady
+			break
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, candidate.name, err)
+		}
 	}
 
 	lease := &coordinationv1.Lease{}
-	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName}, lease); err == nil {
+	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease); err == nil {
 		if lease.Spec.HolderIdentity != nil {
 			status.LeaseHolder = *lease.Spec.HolderIdentity
 		}
 	} else if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, LeaseName, err)
+		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)
 	}
 	return status, nil
 }
@@ -147,7 +224,8 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 // then an agent cut off from the API server has stopped renewing and dropped the VIP, and
 // a dead or frozen one has let the kernel expire it. An agent that still reaches the API
 // server loses its Role and RoleBinding right after (Delete removes them) and drops the
-// VIP within its renew deadline.
+// VIP within its renew deadline. Upstream kube-vip sets no kernel lifetime, so for its pods
+// only the lease duration counts; a frozen kube-vip holds the VIP until it is killed.
 func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
 	if pod.DeletionTimestamp == nil {
 		return false
@@ -159,6 +237,19 @@ func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
 	// The agent's own defaults, for pods that do not set the flags.
 	lease, lifetime := timing.Defaults().LeaseDuration, timing.Defaults().VIPLifetime
 	for _, c := range pod.Spec.Containers {
+		if c.Name == KubeVIPName {
+			// kube-vip has no kernel lifetime on the VIP: an instance cut off from the API
+			// server drops it when its renew deadline (shorter than the lease) has passed.
+			lifetime = 0
+			for _, e := range c.Env {
+				if e.Name == "vip_leaseduration" {
+					if n, err := strconv.Atoi(e.Value); err == nil {
+						lease = time.Duration(n) * time.Second
+					}
+				}
+			}
+			continue
+		}
 		if c.Name != Name {
 			continue
 		}

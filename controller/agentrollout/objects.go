@@ -15,39 +15,50 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
-// Labels are the labels of every object of the agent, and of its pods.
-func Labels() map[string]string {
+// Labels are the labels of every object of the kube-vip-agent, and of its pods.
+func Labels() map[string]string { return kubeVIPAgentNames().labels() }
+
+func (o objectNames) labels() map[string]string {
 	return map[string]string{
-		LabelAppName:   Name,
+		LabelAppName:   o.name,
 		LabelManagedBy: ManagedByValue,
 	}
 }
 
-// selectorLabels select the agent pods. The DaemonSet selector is immutable; keep it small.
-func selectorLabels() map[string]string {
-	return map[string]string{LabelAppName: Name}
+// selectorLabels select the pods of one implementation. The DaemonSet selector is
+// immutable; keep it small.
+func (o objectNames) selectorLabels() map[string]string {
+	return map[string]string{LabelAppName: o.name}
 }
 
-func serviceAccount(namespace string) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(Name, namespace).
-		WithLabels(Labels()).
+func (o objectNames) serviceAccount(namespace string) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(o.name, namespace).
+		WithLabels(o.labels()).
 		WithAutomountServiceAccountToken(true)
 }
 
 // role allows the agent its Lease and nothing else. create cannot be narrowed by name
-// (the authorizer sees no name on a create). A watch is allowed by name only when it
-// carries fieldSelector metadata.name=<lease>, which is how the agent watches.
-func role(namespace string) *rbacv1ac.RoleApplyConfiguration {
-	return rbacv1ac.Role(Name, namespace).
-		WithLabels(Labels()).
+// (the authorizer sees no name on a create). watchLease adds watch, which is allowed by
+// name only when the watch carries fieldSelector metadata.name=<lease>; that is how
+// kube-vip-agent watches. Upstream kube-vip (client-go's leader election on a LeaseLock)
+// only gets, creates and updates.
+func (o objectNames) role(namespace string) *rbacv1ac.RoleApplyConfiguration {
+	verbs := []string{"get", "update"}
+	if o.watchLease {
+		verbs = []string{"get", "watch", "update"}
+	}
+	return rbacv1ac.Role(o.name, namespace).
+		WithLabels(o.labels()).
 		WithRules(
 			rbacv1ac.PolicyRule().
 				WithAPIGroups(coordinationv1.GroupName).
 				WithResources("leases").
-				WithResourceNames(LeaseName).
-				WithVerbs("get", "watch", "update"),
+				WithResourceNames(o.lease).
+				WithVerbs(verbs...),
 			rbacv1ac.PolicyRule().
 				WithAPIGroups(coordinationv1.GroupName).
 				WithResources("leases").
@@ -55,16 +66,16 @@ func role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 		)
 }
 
-func roleBinding(namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(Name, namespace).
-		WithLabels(Labels()).
+func (o objectNames) roleBinding(namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(o.name, namespace).
+		WithLabels(o.labels()).
 		WithRoleRef(rbacv1ac.RoleRef().
 			WithAPIGroup(rbacv1.GroupName).
 			WithKind("Role").
-			WithName(Name)).
+			WithName(o.name)).
 		WithSubjects(rbacv1ac.Subject().
 			WithKind(rbacv1.ServiceAccountKind).
-			WithName(Name).
+			WithName(o.name).
 			WithNamespace(namespace))
 }
 
@@ -156,24 +167,40 @@ func container(spec Spec) *corev1ac.ContainerApplyConfiguration {
 			WithLimits(corev1.ResourceList{
 				corev1.ResourceMemory: resource.MustParse(agentMemoryLimit),
 			})).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithRunAsUser(0).
-			WithRunAsNonRoot(false).
-			WithAllowPrivilegeEscalation(false).
-			WithPrivileged(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().
-				WithDrop("ALL").
-				WithAdd("NET_ADMIN", "NET_RAW")).
-			WithSeccompProfile(corev1ac.SeccompProfile().
-				WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(netAdminSecurityContext())
 }
 
-func daemonSet(spec Spec) *appsv1ac.DaemonSetApplyConfiguration {
-	return appsv1ac.DaemonSet(Name, spec.Namespace).
-		WithLabels(Labels()).
+// netAdminSecurityContext runs a container as root with only NET_ADMIN and NET_RAW, see
+// container.
+func netAdminSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithRunAsUser(0).
+		WithRunAsNonRoot(false).
+		WithAllowPrivilegeEscalation(false).
+		WithPrivileged(false).
+		WithReadOnlyRootFilesystem(true).
+		WithCapabilities(corev1ac.Capabilities().
+			WithDrop("ALL").
+			WithAdd("NET_ADMIN", "NET_RAW")).
+		WithSeccompProfile(corev1ac.SeccompProfile().
+			WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// daemonSet is the DaemonSet of the chosen implementation.
+func (s Spec) daemonSet() *appsv1ac.DaemonSetApplyConfiguration {
+	if s.implementation() == v1alpha1.AgentImplementationKubeVIP {
+		return kubeVIPNames().daemonSet(s.Namespace, kubeVIPContainer(s))
+	}
+	return kubeVIPAgentNames().daemonSet(s.Namespace, container(s))
+}
+
+// daemonSet runs ctr on every control-plane node, in the host's network namespace, with
+// the implementation's ServiceAccount.
+func (o objectNames) daemonSet(namespace string, ctr *corev1ac.ContainerApplyConfiguration) *appsv1ac.DaemonSetApplyConfiguration {
+	return appsv1ac.DaemonSet(o.name, namespace).
+		WithLabels(o.labels()).
 		WithSpec(appsv1ac.DaemonSetSpec().
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels())).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(o.selectorLabels())).
 			WithUpdateStrategy(appsv1ac.DaemonSetUpdateStrategy().
 				WithType(appsv1.RollingUpdateDaemonSetStrategyType).
 				WithRollingUpdate(appsv1ac.RollingUpdateDaemonSet().
@@ -181,9 +208,9 @@ func daemonSet(spec Spec) *appsv1ac.DaemonSetApplyConfiguration {
 					WithMaxSurge(intstr.FromInt32(0)))).
 			WithRevisionHistoryLimit(5).
 			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(Labels()).
+				WithLabels(o.labels()).
 				WithSpec(corev1ac.PodSpec().
-					WithServiceAccountName(Name).
+					WithServiceAccountName(o.name).
 					WithAutomountServiceAccountToken(true).
 					WithHostNetwork(true).
 					WithDNSPolicy(corev1.DNSClusterFirstWithHostNet).
@@ -198,7 +225,7 @@ func daemonSet(spec Spec) *appsv1ac.DaemonSetApplyConfiguration {
 										WithKey(v1beta1constants.LabelNodeRoleControlPlane).
 										WithOperator(corev1.NodeSelectorOpExists)))))).
 					WithTolerations(tolerations()...).
-					WithContainers(container(spec)))))
+					WithContainers(ctr))))
 }
 
 // metricsAddress is the --metrics-address the agent is given.

@@ -1,14 +1,17 @@
-// Package agentrollout deploys the kube-vip-agent onto the control-plane nodes of a
-// self-hosted shoot: its ServiceAccount, the Role and RoleBinding that allow it exactly its
-// Lease, and the DaemonSet. Objects are written with server-side apply; deletion waits until
-// no agent pod is left, so that no node still holds the virtual IP when the caller goes on
-// to release the Neutron port.
+// Package agentrollout deploys the node agent onto the control-plane nodes of a self-hosted
+// shoot, either kube-vip-agent or upstream kube-vip (agent.implementation): its
+// ServiceAccount, the Role and RoleBinding that allow it exactly its Lease, and the
+// DaemonSet. Objects are written with server-side apply; deletion, and a switch between the
+// implementations, wait until no pod of the old agent is left, so that no node still holds
+// the virtual IP when the caller goes on (releasing the Neutron port, starting the other
+// agent).
 package agentrollout
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +42,9 @@ type Spec struct {
 	// Namespace receives all objects; for a self-hosted shoot it is kube-system. The agents'
 	// Lease lives there, too.
 	Namespace string
-	// Image is the kube-vip-agent image.
+	// Implementation chooses the agent; empty means kube-vip-agent.
+	Implementation v1alpha1.AgentImplementation
+	// Image is the image of the chosen implementation.
 	Image string
 	// VIP is the virtual IP address.
 	VIP string
@@ -62,6 +67,9 @@ func (s Spec) Validate() error {
 	if s.Image == "" {
 		errs = append(errs, errors.New("image is required"))
 	}
+	if impl := s.implementation(); !slices.Contains(v1alpha1.AgentImplementations(), impl) {
+		errs = append(errs, fmt.Errorf("implementation %q is not supported", impl))
+	}
 	if _, err := netip.ParseAddr(s.VIP); err != nil {
 		errs = append(errs, fmt.Errorf("vip %q is not an IP address: %w", s.VIP, err))
 	}
@@ -69,6 +77,25 @@ func (s Spec) Validate() error {
 		errs = append(errs, fmt.Errorf("apiserver port %d is out of range", s.APIServerPort))
 	}
 	return errors.Join(errs...)
+}
+
+// implementation returns the chosen implementation, with the default.
+func (s Spec) implementation() v1alpha1.AgentImplementation {
+	if s.Implementation == "" {
+		return v1alpha1.AgentImplementationKubeVIPAgent
+	}
+	return s.Implementation
+}
+
+// names returns the object names of the chosen implementation.
+func (s Spec) names() objectNames { return namesOf(s.implementation()) }
+
+// apiServerPort is the port of the node-local kube-apiserver.
+func (s Spec) apiServerPort() int32 {
+	if s.APIServerPort > 0 {
+		return s.APIServerPort
+	}
+	return DefaultAPIServerPort
 }
 
 // interfaceName is the NIC the agent is told to use, or "" for its own choice.

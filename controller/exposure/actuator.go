@@ -59,6 +59,10 @@ type ActuatorOptions struct {
 	Agent AgentDeployer
 	// AgentImage is the kube-vip-agent image.
 	AgentImage string
+	// KubeVIPImage is the default image of upstream kube-vip (agent.implementation
+	// kube-vip); an exposure may override it with agent.image. Empty: such an exposure
+	// must name its image.
+	KubeVIPImage string
 	// VerifyInterval, see DefaultVerifyInterval.
 	VerifyInterval time.Duration
 	// Clock is the clock for VerifyInterval and verifiedAt. Default: the real clock.
@@ -145,7 +149,11 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		return report(status), err
 	}
 
-	hash := in.hash(a.opts.AgentImage)
+	image, err := a.agentImage(in.config.Agent)
+	if err != nil {
+		return report(status), err
+	}
+	hash := in.hash(image)
 	now := a.opts.Clock.Now()
 	requested := a.verifications.take(exp.UID)
 	if !requested && status.InputsHash == hash && statusComplete(status, in.config) && status.VerifiedAt != nil && now.Sub(status.VerifiedAt.Time) < a.opts.VerifyInterval {
@@ -648,22 +656,41 @@ func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network
 }
 
 func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, in *inputs, status *v1alpha1.ExposureStatus) error {
+	image, err := a.agentImage(in.config.Agent)
+	if err != nil {
+		return err
+	}
 	spec := agentrollout.Spec{
-		Namespace:     exp.Namespace,
-		Image:         a.opts.AgentImage,
-		VIP:           status.VIPAddress,
-		APIServerPort: exp.Spec.Port,
-		Agent:         in.config.Agent,
+		Namespace:      exp.Namespace,
+		Implementation: v1alpha1.ImplementationOf(in.config.Agent),
+		Image:          image,
+		VIP:            status.VIPAddress,
+		APIServerPort:  exp.Spec.Port,
+		Agent:          in.config.Agent,
 	}
 	if err := a.opts.Agent.Deploy(ctx, spec); err != nil {
-		return fmt.Errorf("rolling out the kube-vip-agent: %w", err)
+		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
 	}
 	agentStatus, err := a.opts.Agent.Status(ctx, exp.Namespace)
 	if err != nil {
-		return fmt.Errorf("reading the kube-vip-agent status: %w", err)
+		return fmt.Errorf("reading the %s agent status: %w", spec.Implementation, err)
 	}
 	status.Agent = agentStatus
 	return nil
+}
+
+// agentImage is the image of the agent implementation the config chooses.
+func (a *Actuator) agentImage(agent *v1alpha1.AgentConfig) (string, error) {
+	if v1alpha1.ImplementationOf(agent) != v1alpha1.AgentImplementationKubeVIP {
+		return a.opts.AgentImage, nil
+	}
+	if agent.Image != nil {
+		return *agent.Image, nil
+	}
+	if a.opts.KubeVIPImage == "" {
+		return "", configError("agent.image is required for implementation kube-vip: the extension is deployed without a default kube-vip image")
+	}
+	return a.opts.KubeVIPImage, nil
 }
 
 // patchStatus writes status.providerStatus when it differs from what the object has.

@@ -17,6 +17,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -242,16 +243,19 @@ func validateAgent(agent *v1alpha1.AgentConfig, fldPath *field.Path) field.Error
 	positive(agent.ARPInterval, "arpInterval")
 	positive(agent.VIPLifetime, "vipLifetime")
 
-	// The agent refuses timings that break its rules; refuse them here, before rollout.
-	def := timing.Defaults()
-	t := timing.Timings{
-		LeaseDuration: durationOr(agent.LeaseDuration, def.LeaseDuration),
-		RenewDeadline: durationOr(agent.RenewDeadline, def.RenewDeadline),
-		RetryPeriod:   durationOr(agent.RetryPeriod, def.RetryPeriod),
-		VIPLifetime:   durationOr(agent.VIPLifetime, def.VIPLifetime),
-	}
-	for _, p := range t.Problems() {
-		errs = append(errs, field.Invalid(fldPath.Child(string(p.Field)), p.Value.String(), p.Message))
+	errs = append(errs, agentrollout.ValidateImplementation(agent, fldPath)...)
+	// kube-vip-agent refuses timings that break its rules; refuse them here, before rollout.
+	if v1alpha1.ImplementationOf(agent) == v1alpha1.AgentImplementationKubeVIPAgent {
+		def := timing.Defaults()
+		t := timing.Timings{
+			LeaseDuration: durationOr(agent.LeaseDuration, def.LeaseDuration),
+			RenewDeadline: durationOr(agent.RenewDeadline, def.RenewDeadline),
+			RetryPeriod:   durationOr(agent.RetryPeriod, def.RetryPeriod),
+			VIPLifetime:   durationOr(agent.VIPLifetime, def.VIPLifetime),
+		}
+		for _, p := range t.Problems() {
+			errs = append(errs, field.Invalid(fldPath.Child(string(p.Field)), p.Value.String(), p.Message))
+		}
 	}
 	if agent.Interface != nil && *agent.Interface == "" {
 		errs = append(errs, field.Invalid(fldPath.Child("interface"), "", "must not be empty when set"))

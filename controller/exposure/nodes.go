@@ -134,27 +134,29 @@ func (a *Actuator) portsOfDepartingAgents(ctx context.Context, namespace string,
 	return retained, waiting, nil
 }
 
-// agentNodes returns the nodes that may hold the VIP: those with an agent pod that has not
-// terminated, and the holder of the agent's Lease. It reads through the API reader, so
-// that no informer on Pods is started.
+// agentNodes returns the nodes that may hold the VIP: those with a pod of either agent
+// implementation that has not terminated, and the holders of their Leases. It reads
+// through the API reader, so that no informer on Pods is started.
 func (a *Actuator) agentNodes(ctx context.Context, namespace string) (map[string]bool, error) {
-	pods := &corev1.PodList{}
-	if err := a.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{agentrollout.LabelAppName: agentrollout.Name}); err != nil {
-		return nil, fmt.Errorf("listing the kube-vip-agent pods in %s: %w", namespace, err)
-	}
 	nodes := map[string]bool{}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			nodes[p.Spec.NodeName] = true
+	for _, h := range agentrollout.Holders() {
+		pods := &corev1.PodList{}
+		if err := a.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(h.PodLabels)); err != nil {
+			return nil, fmt.Errorf("listing the agent pods in %s: %w", namespace, err)
 		}
-	}
-	lease := &coordinationv1.Lease{}
-	switch err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.LeaseName}, lease); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, fmt.Errorf("reading the Lease %s/%s: %w", namespace, agentrollout.LeaseName, err)
-	case lease.Spec.HolderIdentity != nil:
-		nodes[*lease.Spec.HolderIdentity] = true
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				nodes[p.Spec.NodeName] = true
+			}
+		}
+		lease := &coordinationv1.Lease{}
+		switch err := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: h.LeaseName}, lease); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading the Lease %s/%s: %w", namespace, h.LeaseName, err)
+		case lease.Spec.HolderIdentity != nil:
+			nodes[*lease.Spec.HolderIdentity] = true
+		}
 	}
 	return nodes, nil
 }

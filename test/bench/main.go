@@ -56,7 +56,7 @@ func main() {
 	flag.IntVar(&o.variantRuns, "variant-runs", 3, "runs per scenario for kube-vip 3/2/1 (time budget)")
 	flag.IntVar(&o.slowRuns, "slow-runs", 1, "runs for keepalived guide's apiserver-dead scenario (about 50s each; its 30s come from the check interval and fall count alone)")
 	flag.IntVar(&o.noFailoverLimit, "no-failover-limit", 2, "stop a scenario after this many runs in a row without failover")
-	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all): ours, kube-vip defaults, kube-vip 3/2/1, keepalived guide, keepalived tuned")
+	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all): ours, kube-vip defaults, kube-vip 3/2/1, kube-vip as deployed, keepalived guide, keepalived tuned")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios (default all): graceful, crash, link-down, apiserver-dead, freeze")
 	flag.DurationVar(&o.steadyWindow, "steady-window", 10*time.Second, "steady-state measuring window per system (the baseline takes twice as long)")
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
@@ -285,6 +285,8 @@ func selectSystems(o options, b binaries) ([]plannedSystem, error) {
 		// Our timings are 1.5s/1.3s/0.9s; kube-vip takes whole seconds and client-go wants
 		// renew > 1.2 x retry, so 2/1/1 is refused and 3/2/1 is the closest it runs.
 		{sys: sut.KubeVIP{Path: b.kubeVIP, Variant: "3/2/1", LeaseDuration: 3, RenewDeadline: 2, RetryPeriod: 1}, runs: variant},
+		// kube-vip with the settings of this extension's DaemonSet (agent.implementation kube-vip).
+		{sys: sut.KubeVIPDeployed{Path: b.kubeVIP}, runs: variant},
 		{sys: sut.KeepalivedGuide(b.keepalived), runs: guide},
 		{sys: sut.KeepalivedTuned(b.keepalived, o.keepalivedAdv), runs: reduced},
 	}

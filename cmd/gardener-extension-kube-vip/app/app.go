@@ -220,6 +220,7 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 		c.actuator = exposure.NewActuator(mgr, exposure.ActuatorOptions{
 			ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
 			AgentImage:     ext.AgentImage,
+			KubeVIPImage:   ext.KubeVIPImage,
 			VerifyInterval: ext.VerifyInterval,
 		})
 	})

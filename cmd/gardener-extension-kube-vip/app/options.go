@@ -23,6 +23,8 @@ const (
 	ExtensionTypeFlag = "extension-type"
 	// AgentImageFlag is the flag for the image of the node agent.
 	AgentImageFlag = "agent-image"
+	// KubeVIPImageFlag is the flag for the default image of upstream kube-vip.
+	KubeVIPImageFlag = "kube-vip-image"
 	// VerifyIntervalFlag is the flag for the verification interval.
 	VerifyIntervalFlag = "verify-interval"
 )
@@ -34,6 +36,8 @@ type ExtensionOptions struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
+	// KubeVIPImage is the default image of the upstream kube-vip DaemonSet.
+	KubeVIPImage string
 	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
@@ -48,6 +52,8 @@ type ExtensionConfig struct {
 	Type string
 	// AgentImage is the image of the kube-vip-agent DaemonSet.
 	AgentImage string
+	// KubeVIPImage is the default image of the upstream kube-vip DaemonSet.
+	KubeVIPImage string
 	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
@@ -58,6 +64,7 @@ type ExtensionConfig struct {
 func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
+	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip (they may set agent.image instead).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 }
 
@@ -76,7 +83,7 @@ func (o *ExtensionOptions) Complete() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, VerifyInterval: o.VerifyInterval}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, KubeVIPImage: o.KubeVIPImage, VerifyInterval: o.VerifyInterval}
 	return nil
 }
 

@@ -50,6 +50,17 @@ type ExposureConfig struct {
 // AgentConfig tunes the node agent that holds the virtual IP. Zero values take the
 // defaults given per field.
 type AgentConfig struct {
+	// Implementation chooses the node agent: kube-vip-agent (this extension's own agent,
+	// with a health gate on the local kube-apiserver and a kernel lifetime on the VIP) or
+	// kube-vip (upstream kube-vip in ARP control-plane mode). Default: kube-vip-agent.
+	// Changing it on a live exposure removes the old agent's pods before the new agent
+	// starts. See docs/kube-vip.md.
+	// +optional
+	Implementation *AgentImplementation `json:"implementation,omitempty"`
+	// Image overrides the kube-vip image of this exposure (implementation kube-vip only).
+	// Default: the image the extension is deployed with.
+	// +optional
+	Image *string `json:"image,omitempty"`
 	// Interface is the network interface that carries the virtual IP.
 	// Default: the interface with an address in the virtual IP's subnet, else the
 	// interface of the default route.

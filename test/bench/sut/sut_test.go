@@ -140,3 +140,24 @@ func TestKubeVIPPrepare(t *testing.T) {
 		t.Errorf("args %v", cmd.Args)
 	}
 }
+
+// TestKubeVIPDeployedPrepare: the row runs kube-vip with the DaemonSet's own environment.
+func TestKubeVIPDeployedPrepare(t *testing.T) {
+	c := testCluster(t, "eth0")
+	dir := t.TempDir()
+	cmd, err := KubeVIPDeployed{Path: "/bin/kube-vip"}.Prepare(c, 1, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmd.Args) != 1 || cmd.Args[0] != "manager" {
+		t.Errorf("args = %q", cmd.Args)
+	}
+	for _, want := range []string{
+		"HOME=" + dir, "vip_leasename=kube-vip-cp", "vip_leaseduration=3", "vip_renewdeadline=2", "vip_retryperiod=1",
+		"vip_nodename=n2", "vip_interface=eth0", "address=198.18.0.200", "cp_namespace=kube-system", "svc_enable=false",
+	} {
+		if !slices.Contains(cmd.Env, want) {
+			t.Errorf("env %q lacks %s", cmd.Env, want)
+		}
+	}
+}

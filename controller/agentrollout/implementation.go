@@ -1,0 +1,64 @@
+package agentrollout
+
+import (
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// objectNames names the objects of one agent implementation: its ServiceAccount, Role,
+// RoleBinding, DaemonSet and container share name; lease is the Lease its pods elect their
+// leader with.
+type objectNames struct {
+	implementation v1alpha1.AgentImplementation
+	name           string
+	lease          string
+	// watchLease tells whether the agent watches its Lease (and so needs the verb).
+	watchLease bool
+}
+
+// kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
+// so that both can be told apart while one hands over to the other.
+func kubeVIPAgentNames() objectNames {
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true}
+}
+
+func kubeVIPNames() objectNames {
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIP, name: KubeVIPName, lease: KubeVIPLeaseName}
+}
+
+// namesOf returns the object names of an implementation; unknown ones get ours (the
+// spec's validation refuses them before).
+func namesOf(impl v1alpha1.AgentImplementation) objectNames {
+	if impl == v1alpha1.AgentImplementationKubeVIP {
+		return kubeVIPNames()
+	}
+	return kubeVIPAgentNames()
+}
+
+// others returns the implementations other than impl: those that must be gone before
+// impl starts.
+func others(impl v1alpha1.AgentImplementation) []objectNames {
+	var out []objectNames
+	for _, o := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
+		if o.implementation != impl {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Holder names one implementation's pods and Lease, for callers that must know every node
+// that may hold the virtual IP.
+type Holder struct {
+	// PodLabels select the implementation's pods.
+	PodLabels map[string]string
+	// LeaseName is the Lease its leader holds.
+	LeaseName string
+}
+
+// Holders lists the pods and Leases of every implementation.
+func Holders() []Holder {
+	return []Holder{
+		{PodLabels: kubeVIPAgentNames().selectorLabels(), LeaseName: kubeVIPAgentNames().lease},
+		{PodLabels: kubeVIPNames().selectorLabels(), LeaseName: kubeVIPNames().lease},
+	}
+}
