@@ -16,7 +16,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/chartrenderer"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,8 +54,6 @@ type extension struct {
 	neutron  *openstack.Network
 	identity string
 	forward  *loopbackForwarder
-	// nodePorts are the Neutron ports of the nodes, as Nova creates them with the machines.
-	nodePorts []string
 }
 
 var (
@@ -88,9 +85,6 @@ func install(ctx context.Context, osEnv framework.OpenStackEnv) (*extension, err
 		return nil, fmt.Errorf("authenticating the test's Neutron client: %w", err)
 	}
 	e.neutron = neutron
-	if err := e.createNodePorts(ctx); err != nil {
-		return e, err
-	}
 	// The controller runs in a node's network namespace, Keystone and Neutron on the host's
 	// loopback: forward the same loopback addresses in every node, so that the authURL in
 	// the Secret and the endpoints of Keystone's catalog hold for the pod unchanged.
@@ -327,31 +321,10 @@ func (e *extension) teardown(ctx context.Context) error {
 			_ = e.neutron.DeletePort(ctx, p.ID)
 		}
 	}
-	for _, id := range e.nodePorts {
-		if err := e.neutron.DeletePort(ctx, id); err != nil && !openstack.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting node port %s: %w", id, err))
-		}
-	}
 	if e.forward != nil {
 		e.forward.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// createNodePorts gives every node a port in the node network with its address, as Nova
-// does for a machine; the controller adds the VIP to their allowed address pairs.
-func (e *extension) createNodePorts(ctx context.Context) error {
-	for _, n := range cluster.Net().Nodes() {
-		name := e.identity + "-" + n.Name()
-		opts := ports.CreateOpts{NetworkID: e.os.NetworkID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
-			FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID, IPAddress: n.IP().String()}}}
-		p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
-		if err != nil {
-			return fmt.Errorf("creating the Neutron port of %s: %w", n.Name(), err)
-		}
-		e.nodePorts = append(e.nodePorts, p.ID)
-	}
-	return nil
 }
 
 func waitGone(ctx context.Context, cl client.Client, obj client.Object) error {
