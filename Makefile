@@ -117,12 +117,13 @@ demo-down:
 	hack/demo.sh down
 
 .PHONY: e2e
-# The agent as real pods (root; ~2 min once the kube binaries are built): 3 nodes with their
-# own kubelet and containerd (test/nodes), then each failover scenario (test/e2e).
+# The extension as an operator installs it (root; needs the local Keystone + Neutron, which
+# hack/with-openstack.sh starts if they do not run): 3 nodes with their own kubelet and
+# containerd (test/nodes), the controller from its chart, then each scenario (test/e2e).
 e2e:
 	@hack/install-deps.sh
 	hack/build-kube-binaries.sh nodes >/dev/null
-	$(GO) test -count=1 -p 1 -timeout 30m $(TEST_FLAGS) ./test/nodes/... ./test/e2e/...
+	hack/with-openstack.sh $(GO) test -count=1 -p 1 -timeout 30m $(TEST_FLAGS) ./test/nodes/... ./test/e2e/...
 
 .PHONY: bench
 # Failover benchmark (root, ~20 min on 2 cores; brings up Keystone + Neutron for the controller

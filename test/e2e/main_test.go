@@ -11,8 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -32,11 +33,19 @@ var (
 	// A crash leaves the VIP to its kernel lifetime (gone at the end of the term) and the
 	// Lease to expire: a follower takes over lease-duration after the last renewal.
 	crashBound = defaults.LeaseDuration + time.Second
-	// A dead local kube-apiserver: the gate closes after 3 failed probes, at most
-	// 3 × (250 ms + 500 ms), and the Lease cannot be renewed; followers take over at the
-	// latest at lease expiry plus one write.
-	apiserverBound = defaults.LeaseDuration + 3*750*time.Millisecond + time.Second
+	// A dead local kube-apiserver: the gate closes after the failure threshold of probes
+	// (one per period, each failing at the latest at its timeout: 3 × 1 s + 500 ms with the
+	// defaults), and the Lease cannot be renewed; followers take over at the latest at
+	// lease expiry plus one write.
+	apiserverBound = defaults.LeaseDuration + gateCloses(agent.DefaultConfig()) + time.Second
 )
+
+// gateCloses is the longest time from the local kube-apiserver's death until the health
+// gate closes: the first failing probe starts within a period, the last one fails at its
+// timeout.
+func gateCloses(c agent.Config) time.Duration {
+	return time.Duration(c.HealthFailureThreshold)*c.HealthPeriod + c.HealthTimeout
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -54,6 +63,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	ctrllog.SetLogger(log)
 	start := time.Now()
 	c, err := nodes.New(ctx, nodes.Options{Log: log})
 	if err != nil {
@@ -63,6 +73,14 @@ func run(m *testing.M) int {
 	cluster = c
 	fmt.Fprintf(os.Stderr, "e2e: cluster up in %s\n", time.Since(start).Round(time.Millisecond))
 	code := m.Run()
+	if ext != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		if err := ext.teardown(tctx); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: removing the exposure:", err)
+			code = 1
+		}
+		tcancel()
+	}
 	if mem, err := c.Memory(); err == nil {
 		var total uint64
 		for _, b := range mem {
@@ -81,33 +99,12 @@ func run(m *testing.M) int {
 	return code
 }
 
-func ctrlClient(t *testing.T) client.Client {
-	t.Helper()
-	cl, err := client.New(cluster.Net().Nodes()[0].RESTConfig(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
-
-func agentSpec(image string) agentrollout.Spec {
-	return agentrollout.Spec{Namespace: "kube-system", Image: image, VIP: cluster.Net().VIP().String(), Interface: "eth0"}
-}
-
-// deployed deploys the agent if it is not there and waits until all agents are Ready,
-// the rollout is complete and exactly one node holds the VIP, which it returns.
+// deployed creates the exposure through the controller if it is not there and waits until
+// it has Succeeded, all agents are Ready, the rollout is complete and exactly one node
+// holds the VIP, which it returns.
 func deployed(t *testing.T, ctx context.Context) *netns.Node {
 	t.Helper()
-	cl := ctrlClient(t)
-	var pods corev1.PodList
-	if err := cl.List(ctx, &pods, client.InNamespace("kube-system"), client.MatchingLabels{agentrollout.LabelAppName: agentrollout.Name}); err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) == 0 {
-		if err := agentrollout.New(cl).Deploy(ctx, agentSpec(cluster.ImageRef("kube-vip-agent"))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exposed(t, ctx)
 	waitReady(t, ctx)
 	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
 	if err != nil {

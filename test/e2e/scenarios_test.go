@@ -2,14 +2,23 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
@@ -24,14 +33,40 @@ func scenarioContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestCreate: the agents run as pods of the DaemonSet, 3/3 Ready, each a child of
-// containerd-shim-runc-v2 with exactly NET_ADMIN and NET_RAW effective, and the VIP is on
-// exactly one node and reachable from the client.
+// TestCreate: the controller, installed from its chart, reserves the VIP in Neutron and
+// reports the floating IP as ingress; the agents run as pods of its DaemonSet with their
+// service-account token, 3/3 Ready, each a child of containerd-shim-runc-v2 with exactly
+// NET_ADMIN and NET_RAW effective, and the VIP is on exactly one node and reachable from
+// the client.
 func TestCreate(t *testing.T) {
 	ctx := scenarioContext(t)
 	holder := deployed(t, ctx)
 	t.Logf("VIP on %s", holder.Name())
+	exp := exposed(t, ctx)
+	status, err := exposure.DecodeStatus(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.VIPAddress != cluster.Net().VIP().String() {
+		t.Errorf("status VIP %s, want %s", status.VIPAddress, cluster.Net().VIP())
+	}
+	fips, err := ext.neutron.FloatingIPsOfPort(ctx, status.PortID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fips) != 1 || exp.Status.Ingress[0].IP != fips[0].FloatingIP {
+		t.Errorf("ingress %v, Neutron has floating IPs %+v on the VIP port %s", exp.Status.Ingress, fips, status.PortID)
+	}
+	controllers := 0
 	for _, n := range cluster.Nodes() {
+		procs, err := n.Processes("gardener-extension-kube-vip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range procs {
+			controllers++
+			checkParentShim(t, n.Name(), "controller", p)
+		}
 		agents, err := n.Processes("kube-vip-agent")
 		if err != nil {
 			t.Fatal(err)
@@ -39,20 +74,38 @@ func TestCreate(t *testing.T) {
 		if len(agents) != 1 {
 			t.Fatalf("%s runs %d agent processes, want 1", n.Name(), len(agents))
 		}
-		parent, err := nodes.ReadProcStatus(agents[0].PPID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if parent.Name != "containerd-shim" { // comm of containerd-shim-runc-v2, cut at 15
-			t.Errorf("%s: the agent's parent is %q, want containerd-shim-runc-v2", n.Name(), parent.Name)
-		}
+		checkParentShim(t, n.Name(), "agent", agents[0])
 		if agents[0].CapEff != capNetAdminRaw {
 			t.Errorf("%s: agent CapEff %#x, want exactly NET_ADMIN|NET_RAW (%#x)", n.Name(), agents[0].CapEff, capNetAdminRaw)
+		}
+	}
+	if controllers != 1 {
+		t.Errorf("%d controller processes on the nodes, want 1", controllers)
+	}
+	pod := leaderPod(t, ctx, holder.Name())
+	if pod.Spec.AutomountServiceAccountToken == nil || !*pod.Spec.AutomountServiceAccountToken || pod.Spec.ServiceAccountName != agentrollout.Name {
+		t.Errorf("agent pod %s does not run with the token of service account %s", pod.Name, agentrollout.Name)
+	}
+	for _, a := range pod.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--kubeconfig") {
+			t.Errorf("agent pod %s has %s: it must use its service-account token", pod.Name, a)
 		}
 	}
 	res := probe(t, ctx, time.Second).Wait()
 	if res.Failures > 0 {
 		t.Errorf("%d of %d probes of the VIP failed in the steady state", res.Failures, res.Probes)
+	}
+}
+
+// checkParentShim fails the test unless the process runs under containerd-shim-runc-v2.
+func checkParentShim(t *testing.T, node, what string, p nodes.ProcStatus) {
+	t.Helper()
+	parent, err := nodes.ReadProcStatus(p.PPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent.Name != "containerd-shim" { // comm of containerd-shim-runc-v2, cut at 15
+		t.Errorf("%s: the %s's parent is %q, want containerd-shim-runc-v2", node, what, parent.Name)
 	}
 }
 
@@ -157,7 +210,8 @@ func TestKillLeaderAPIServer(t *testing.T) {
 	waitReady(t, ctx)
 }
 
-// TestRollNewAgentImage: the DaemonSet is rolled to a new image tag, one node at a time.
+// TestRollNewAgentImage: the operator upgrades the chart to a new agent image tag; the
+// controller rolls the DaemonSet, one node at a time.
 // Each replaced leader hands over gracefully: at most one VIP move per node, each outage
 // within the graceful bound.
 func TestRollNewAgentImage(t *testing.T) {
@@ -169,9 +223,7 @@ func TestRollNewAgentImage(t *testing.T) {
 	}
 	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
 	p := probe(t, ctx, 3*time.Minute)
-	if err := agentrollout.New(ctrlClient(t)).Deploy(ctx, agentSpec(ref)); err != nil {
-		t.Fatal(err)
-	}
+	upgradeAgentImage(t, ctx, ref)
 	waitReady(t, ctx)
 	time.Sleep(2 * time.Second)
 	res := p.Stop()
@@ -209,4 +261,65 @@ func vipLosses(rep netns.SamplerReport) map[string]int {
 		last = c.Holders[0]
 	}
 	return lost
+}
+
+// TestDeleteExposure: deleting the exposure removes the agents' DaemonSet, pods and RBAC,
+// the VIP from every node, and the VIP port with its floating IP from Neutron. It runs
+// last.
+func TestDeleteExposure(t *testing.T) {
+	ctx := scenarioContext(t)
+	deployed(t, ctx)
+	exp := exposed(t, ctx)
+	status, err := exposure.DecodeStatus(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Delete(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitGone(ctx, cl, exp); err != nil {
+		t.Fatalf("the exposure was not deleted: %v\n%s", err, controllerLog(ctx))
+	}
+	kube := cluster.Client()
+	sel := metav1.ListOptions{LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name}
+	if pods, err := kube.CoreV1().Pods(framework.Namespace).List(ctx, sel); err != nil || len(pods.Items) > 0 {
+		t.Errorf("agent pods left: %v (%v)", podNames(pods), err)
+	}
+	for _, obj := range []client.Object{&appsv1.DaemonSet{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		err := cl.Get(ctx, client.ObjectKey{Namespace: framework.Namespace, Name: agentrollout.Name}, obj)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s not deleted (get: %v)", obj, agentrollout.Name, err)
+		}
+	}
+	if _, err := ext.neutron.GetPort(ctx, status.PortID); err == nil || !openstack.IsNotFound(err) {
+		t.Errorf("the VIP port %s is still in Neutron (get: %v)", status.PortID, err)
+	}
+	if fips, err := ext.neutron.FloatingIPsOfPort(ctx, status.PortID); err != nil || len(fips) > 0 {
+		t.Errorf("floating IPs left on the VIP port: %+v (%v)", fips, err)
+	}
+	if left, err := ext.taggedPorts(ctx); err != nil || len(left) > 0 {
+		t.Errorf("Neutron still has ports tagged for %s: %v (%v)", ext.identity, left, err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		h, err := cluster.Net().Holders()
+		return err == nil && len(h) == 0, nil
+	}); err != nil {
+		h, _ := cluster.Net().Holders()
+		t.Errorf("the VIP is still on %v", netns.Names(h))
+	}
+}
+
+func podNames(pods *corev1.PodList) []string {
+	if pods == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pods.Items {
+		out = append(out, p.Name)
+	}
+	return out
 }

@@ -729,3 +729,33 @@ func kubeBinaries(ctx context.Context, root string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// ContainerLog is the end (at most max bytes) of the newest log the kubelet of the pod's
+// node wrote for the named container. It reads the file, since the test kube-apiservers
+// have no client certificate for the kubelets.
+func (c *Cluster) ContainerLog(pod *corev1.Pod, container string, max int64) (string, error) {
+	n := c.Node(pod.Spec.NodeName)
+	if n == nil {
+		return "", fmt.Errorf("pod %s is on no node of the cluster", pod.Name)
+	}
+	dir := filepath.Join(n.dir, "pod-logs", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container)
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(files) == 0 {
+		return "", fmt.Errorf("no log of %s/%s in %s", pod.Name, container, dir)
+	}
+	var newest string
+	var newestMod time.Time
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.ModTime().After(newestMod) {
+			newest, newestMod = f, st.ModTime()
+		}
+	}
+	b, err := os.ReadFile(newest)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) > max {
+		b = b[int64(len(b))-max:]
+	}
+	return string(b), nil
+}

@@ -49,8 +49,11 @@ func ReadProcStatus(pid int) (ProcStatus, error) {
 }
 
 // Processes returns the processes running in the node's network namespace whose name
-// (comm, at most 15 characters) is name.
+// (comm: the executable's name cut at 15 characters) is name, cut the same way.
 func (n *Node) Processes(name string) ([]ProcStatus, error) {
+	if len(name) > maxComm {
+		name = name[:maxComm]
+	}
 	pids, err := n.pids()
 	if err != nil {
 		return nil, err
@@ -64,6 +67,9 @@ func (n *Node) Processes(name string) ([]ProcStatus, error) {
 	}
 	return out, nil
 }
+
+// maxComm is the length of a process's comm in the kernel (TASK_COMM_LEN 16, with NUL).
+const maxComm = 15
 
 // pids are the processes in the node's network namespace.
 func (n *Node) pids() ([]int, error) {
