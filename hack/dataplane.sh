@@ -201,6 +201,9 @@ export DATAPLANE_NODE_BRIDGE=brq${NETWORK_ID:0:11}
 export DATAPLANE_NODE_MTU=$MTU
 export DATAPLANE_NODE_GATEWAY=198.18.0.1
 export DATAPLANE_ROUTER_NS=qrouter-$ROUTER_ID
+# binding:host_id is admin-only: the "Nova step" (plugging a node into its port) needs the admin
+export DATAPLANE_ADMIN_USER=admin
+export DATAPLANE_ADMIN_PASSWORD=adminpass
 EOF
     mv "$DP/env.sh.tmp" "$DP/env.sh"
   )
