@@ -344,6 +344,7 @@ smoke() {
   mac=$(nt GET "/ports/$port" | jq -r .port.mac_address)
   tap=tap${port:0:11}
   cleanup() {
+    set +e # best effort, every step: the tap usually went with the namespace
     [ -z "${fip_id:-}" ] || nt DELETE "/floatingips/$fip_id" >/dev/null
     ip netns del "$ns" 2>/dev/null
     ip link del "$tap" 2>/dev/null
@@ -363,6 +364,7 @@ smoke() {
   ip link set "$tap" master "$DATAPLANE_NODE_BRIDGE"
   for _ in $(seq 1 120); do [ "$(nt GET "/ports/$port" | jq -r .port.status)" = ACTIVE ] && break; sleep 0.5; done
   log "port $port ACTIVE after $(since "$t")s: $(nt GET "/ports/$port" | jq -r .port.status)"
+  for f in $(nt GET "/floatingips?port_id=$port" | jq -r '.floatingips[].id'); do nt DELETE "/floatingips/$f"; done # an interrupted run's
   fip_id=$(nt POST /floatingips '{"floatingip":{"floating_network_id":"'"$EXTERNAL_NETWORK_ID"'","port_id":"'"$port"'","project_id":"'"$OS_PROJECT_ID"'"}}' | jq -r .floatingip.id)
   fip=$(nt GET "/floatingips/$fip_id" | jq -r .floatingip.floating_ip_address)
   t=$(now)
