@@ -11,7 +11,8 @@ set -euo pipefail
 
 ALL="python3-neutron python3-keystone uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
 iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates
-containerd runc containernetworking-plugins gcc libc6-dev"
+containerd runc containernetworking-plugins gcc libc6-dev
+rabbitmq-server iptables ipset conntrack"
 pkgs=${*:-$ALL}
 
 missing=""

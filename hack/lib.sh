@@ -8,7 +8,7 @@
 # so that a PID reused by an unrelated process is never signalled.
 stop_tree() {
   local name=$1 pid=$2 grace=$3 pattern=$4 kids k
-  kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')
+  kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ' || true) # none: ps exits 1
   log "stopping $name pid $pid (children: ${kids:-none})"
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 $((grace * 4))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done

@@ -224,7 +224,11 @@ provision_keystone() {
 write_neutron_config() {
   cat >"$BIN/neutron-server" <<'EOF'
 #!/usr/bin/python3
+import os
 import sys
+# hack/dataplane.sh drops its server patch here (agents + RPC on sqlite); absent otherwise
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'dataplane_server_patch.py')):
+    import dataplane_server_patch  # noqa: F401
 from neutron.cmd.eventlet.server import main
 sys.exit(main())
 EOF
@@ -359,7 +363,9 @@ start_neutron() {
   stop_one neutron-server
   port_free "$NEUTRON_PORT"
   t=$(now)
-  setsid "$BIN/neutron-server" --config-file "$ETC/neutron.conf" --config-file "$ETC/ml2_conf.ini" \
+  local extra=() # hack/dataplane.sh's overrides (message queue, linuxbridge), when it is up
+  [ ! -f "$ETC/dataplane.conf" ] || extra=(--config-file "$ETC/dataplane.conf")
+  setsid "$BIN/neutron-server" --config-file "$ETC/neutron.conf" --config-file "$ETC/ml2_conf.ini" "${extra[@]}" \
     >"$RUN/neutron-server.stdout" 2>&1 </dev/null 9>&- &
   echo $! >"$RUN/neutron-server.pid"
   wait_http "$NEUTRON_URL/v2.0/networks" 90 -H "X-Auth-Token: $tok" ||
@@ -451,7 +457,7 @@ check_loopback() {
   local pids pid bad=""
   pids="$(pid_of keystone || true) $(pid_of neutron-server || true)"
   for pid in $pids; do
-    pids="$pids $(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ')"
+    pids="$pids $(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ' || true)"
   done
   for pid in $pids; do
     bad="$bad$(ss -Hltnp | grep "pid=$pid," | awk '{print $4}' | grep -vE '^(127\.|\[::1\])' || true)"
