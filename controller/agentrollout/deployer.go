@@ -117,7 +117,8 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 
 // Status reports the DaemonSet's desired and ready pods and the holder of the agents'
 // Lease. A missing DaemonSet or Lease gives zero values, not an error. The holder is the
-// Lease's holderIdentity as written by the agents; an expired Lease keeps its last holder.
+// Lease's holderIdentity as written by the agents; an expired Lease keeps its last holder
+// (see fillHolder for when the holder counts as ready).
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
 	status := &v1alpha1.AgentStatus{}
 
@@ -131,8 +132,8 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 
 	lease := &coordinationv1.Lease{}
 	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName}, lease); err == nil {
-		if lease.Spec.HolderIdentity != nil {
-			status.LeaseHolder = *lease.Spec.HolderIdentity
+		if err := d.fillHolder(ctx, namespace, lease, status); err != nil {
+			return nil, err
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, LeaseName, err)

@@ -47,6 +47,15 @@ type inputs struct {
 	// floatingNetworkID is the floating pool resolved from its name before anything was
 	// created (empty when the config names the network by ID or nothing is allocated).
 	floatingNetworkID string
+	// event records an Event on the exposure (nil: none).
+	event func(eventType, reason, format string, args ...any)
+}
+
+// record records a Normal Event on the exposure.
+func (in *inputs) record(reason, format string, args ...any) {
+	if in.event != nil {
+		in.event(corev1.EventTypeNormal, reason, format, args...)
+	}
 }
 
 type controlPlaneNode struct {

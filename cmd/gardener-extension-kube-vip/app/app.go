@@ -221,6 +221,7 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 			ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
 			AgentImage:     ext.AgentImage,
 			VerifyInterval: ext.VerifyInterval,
+			FrontDoorProbe: ext.FrontDoorProbe,
 		})
 	})
 	return c.actuator

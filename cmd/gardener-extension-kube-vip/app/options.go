@@ -25,6 +25,8 @@ const (
 	AgentImageFlag = "agent-image"
 	// VerifyIntervalFlag is the flag for the verification interval.
 	VerifyIntervalFlag = "verify-interval"
+	// FrontDoorProbeFlag is the flag for how the front door is checked before Succeeded.
+	FrontDoorProbeFlag = "front-door-probe"
 )
 
 // ExtensionOptions are the command line options of this extension that gardener's
@@ -38,6 +40,10 @@ type ExtensionOptions struct {
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
+	// FrontDoorProbe: tcp (a ready agent holds the Lease and VIP:port accepts a TCP
+	// connection from the controller) or lease (the Lease only, for a controller that
+	// cannot reach the node network).
+	FrontDoorProbe string
 
 	config *ExtensionConfig
 }
@@ -52,6 +58,8 @@ type ExtensionConfig struct {
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
+	// FrontDoorProbe, see ExtensionOptions.
+	FrontDoorProbe exposure.FrontDoorProbe
 }
 
 // AddFlags implements controllercmd.Flagger.
@@ -59,6 +67,7 @@ func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
+	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller) or lease (the Lease only, for a controller that cannot reach the node network).")
 }
 
 // Complete implements controllercmd.Completer.
@@ -73,10 +82,13 @@ func (o *ExtensionOptions) Complete() error {
 	if o.VerifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
 	}
+	if p := exposure.FrontDoorProbe(o.FrontDoorProbe); p != exposure.FrontDoorTCP && p != exposure.FrontDoorLease {
+		errs = append(errs, fmt.Errorf("--%s must be %q or %q, got %q", FrontDoorProbeFlag, exposure.FrontDoorTCP, exposure.FrontDoorLease, o.FrontDoorProbe))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, VerifyInterval: o.VerifyInterval}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, VerifyInterval: o.VerifyInterval, FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe)}
 	return nil
 }
 

@@ -142,10 +142,27 @@ type ExposureStatus struct {
 	// VerifiedAt is when the OpenStack resources were last read back and found right.
 	// +optional
 	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
-	// Agent reports the node agents.
+	// Agent reports the node agents, read again from the agents' Lease on every
+	// reconciliation and agent refresh.
 	// +optional
 	Agent *AgentStatus `json:"agent,omitempty"`
+	// Conditions tell what works: ConditionOpenStackVerified, ConditionAgentsReady and
+	// ConditionVIPHeld. The exposure reports Succeeded only while all three are True.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// The condition types of ExposureStatus.Conditions.
+const (
+	// ConditionOpenStackVerified is True when the VIP port, its floating IP and the node
+	// pairs were last read back from Neutron and found right.
+	ConditionOpenStackVerified = "OpenStackVerified"
+	// ConditionAgentsReady is True when every agent pod the DaemonSet wants is ready.
+	ConditionAgentsReady = "AgentsReady"
+	// ConditionVIPHeld is True when a ready agent holds the current Lease and the VIP
+	// answers on spec.port.
+	ConditionVIPHeld = "VIPHeld"
+)
 
 // NodePort is a control-plane node's Neutron port that carries the virtual IP.
 type NodePort struct {
@@ -168,4 +185,11 @@ type AgentStatus struct {
 	// LeaseHolder is the node that currently holds the Lease, and with it the virtual IP.
 	// +optional
 	LeaseHolder string `json:"leaseHolder,omitempty"`
+	// HolderSince is when the LeaseHolder acquired the Lease (its acquireTime).
+	// +optional
+	HolderSince *metav1.Time `json:"holderSince,omitempty"`
+	// HolderReady is true when the Lease is current (renewed within its duration) and the
+	// agent pod on the LeaseHolder's node is Ready.
+	// +optional
+	HolderReady bool `json:"holderReady,omitempty"`
 }
