@@ -253,13 +253,11 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	if err != nil {
 		return nil, err
 	}
-	identity := status.Identity
-	if identity == "" {
-		identity = clusterIdentity(exp, cluster)
-	}
+	m := markOf(status, clusterIdentity(exp, cluster), exp.UID)
 	return &inputs{
 		status:     status,
-		identity:   identity,
+		identity:   m.identity,
+		mark:       m,
 		source:     source,
 		raw:        raw,
 		config:     cfg,
@@ -293,11 +291,11 @@ func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortS
 	}
 	return openstack.VIPPortSpec{
 		Name:        vipPortName(in.identity),
-		Description: ownerDescription(in.identity),
+		Description: in.mark.description(),
 		NetworkID:   in.config.NetworkID,
 		SubnetID:    in.config.SubnetID,
 		IPAddress:   address,
-		Tags:        clusterTags(in.identity),
+		Tags:        in.mark.tags(),
 	}
 }
 
@@ -309,7 +307,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		return nil, err
 	}
 	status := old.DeepCopy()
-	status.Identity = in.identity
+	status.Identity, status.Owner = in.identity, in.mark.owner
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
 	port, created, err := a.ensurePort(ctx, log, network, in, status)
@@ -391,11 +389,16 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 	if err != nil {
 		return nil, false, err
 	}
-	candidates := openstack.VIPPortCandidates(named, spec)
+	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, spec), func(p ports.Port) bool { return in.mark.foreignOwner(&p) != "" })
 
 	port, err := a.recordedPort(ctx, log, network, named, status, in.config.NetworkID)
 	if err != nil {
 		return nil, false, err
+	}
+	if port == nil && status.PortID == "" {
+		if err := a.checkOneOwner(ctx, log, in, named); err != nil {
+			return nil, false, err
+		}
 	}
 	if port == nil && len(candidates) > 0 {
 		port = pickVIPPort(candidates, status.VIPAddress)
@@ -494,10 +497,10 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 // tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
 // tags may have been edited out of band.
 func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port) error {
-	if openstack.HasAllTags(port.Tags, clusterTags(in.identity)) {
+	if openstack.HasAllTags(port.Tags, in.mark.tags()) && in.mark.foreignOwner(port) == "" {
 		return nil
 	}
-	tags := withClusterTags(port.Tags, in.identity)
+	tags := in.mark.withTags(port.Tags)
 	if len(port.Tags) > 0 {
 		log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
 	}
@@ -535,7 +538,7 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 			FloatingNetworkID: floatingNetworkID,
 			PortID:            port.ID,
 			FixedIP:           status.VIPAddress,
-			Description:       ownerDescription(in.identity),
+			Description:       in.mark.description(),
 		}); err != nil {
 			return err
 		}
@@ -605,13 +608,13 @@ func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, ne
 		FloatingNetworkID: floatingNetworkID,
 		PortID:            port.ID,
 		FixedIP:           status.VIPAddress,
-		Description:       ownerDescription(in.identity),
+		Description:       in.mark.description(),
 		Address:           status.FloatingIPAddress,
 	})
 	if err != nil {
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension, and allocating the same address again failed (%w): "+
 			"allocate %s in the project with the description %q, or ask a cloud admin to",
-			status.FloatingIPAddress, err, status.FloatingIPAddress, ownerDescription(in.identity)), gardencorev1beta1.ErrorInfraDependencies)
+			status.FloatingIPAddress, err, status.FloatingIPAddress, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
 	}
 	log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
 	in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; allocated the same address again", fip.FloatingIP)
@@ -645,7 +648,7 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 // unassociated by a lost port and a lost status), so that a second one is never
 // allocated. Floating IPs on the VIP port without the mark are disassociated.
 func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
-	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: ownerDescription(in.identity)})
+	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: in.mark.description()})
 	if err != nil {
 		return nil, err
 	}

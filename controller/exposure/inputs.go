@@ -34,11 +34,13 @@ type inputs struct {
 	// status is the status the reconciliation started from.
 	status   *v1alpha1.ExposureStatus
 	identity string
-	source   ConfigSource
-	raw      *v1alpha1.ExposureConfig
-	config   *Config
-	infra    *InfrastructureStatus
-	auth     openstack.AuthConfig
+	// mark is what the exposure's OpenStack resources carry (identity and owner).
+	mark   mark
+	source ConfigSource
+	raw    *v1alpha1.ExposureConfig
+	config *Config
+	infra  *InfrastructureStatus
+	auth   openstack.AuthConfig
 	// secretHash identifies the version of the credentials Secret (UID and resourceVersion,
 	// never its data: the hash ends up in the status).
 	secretHash string

@@ -41,8 +41,8 @@ type ExtensionOptions struct {
 	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
 	// FrontDoorProbe: tcp (a ready agent holds the Lease and VIP:port accepts a TCP
-	// connection from the controller) or lease (the Lease only, for a controller that
-	// cannot reach the node network).
+	// connection from the controller), lease (the Lease only, for a controller that
+	// cannot reach the node network) or off (tests of the controller without agents).
 	FrontDoorProbe string
 
 	config *ExtensionConfig
@@ -67,7 +67,7 @@ func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
-	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller) or lease (the Lease only, for a controller that cannot reach the node network).")
+	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller), lease (the Lease only, for a controller that cannot reach the node network), or off (not checked; only for tests of the controller that run no agent).")
 }
 
 // Complete implements controllercmd.Completer.
@@ -82,8 +82,10 @@ func (o *ExtensionOptions) Complete() error {
 	if o.VerifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
 	}
-	if p := exposure.FrontDoorProbe(o.FrontDoorProbe); p != exposure.FrontDoorTCP && p != exposure.FrontDoorLease {
-		errs = append(errs, fmt.Errorf("--%s must be %q or %q, got %q", FrontDoorProbeFlag, exposure.FrontDoorTCP, exposure.FrontDoorLease, o.FrontDoorProbe))
+	switch exposure.FrontDoorProbe(o.FrontDoorProbe) {
+	case exposure.FrontDoorTCP, exposure.FrontDoorLease, exposure.FrontDoorOff:
+	default:
+		errs = append(errs, fmt.Errorf("--%s must be %q, %q or %q, got %q", FrontDoorProbeFlag, exposure.FrontDoorTCP, exposure.FrontDoorLease, exposure.FrontDoorOff, o.FrontDoorProbe))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
