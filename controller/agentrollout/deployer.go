@@ -187,7 +187,7 @@ func (d *Deployer) present(ctx context.Context, namespace string, names objectNa
 // implementation that runs (upstream kube-vip's when its DaemonSet exists, else
 // kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error. The
 // holder is the Lease's holderIdentity as written by the agents; an expired Lease keeps
-// its last holder.
+// its last holder (see fillHolder for when the holder counts as ready).
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
 	status := &v1alpha1.AgentStatus{}
 
@@ -208,8 +208,8 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 
 	lease := &coordinationv1.Lease{}
 	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease); err == nil {
-		if lease.Spec.HolderIdentity != nil {
-			status.LeaseHolder = *lease.Spec.HolderIdentity
+		if err := d.fillHolder(ctx, namespace, names, lease, status); err != nil {
+			return nil, err
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,9 +14,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -74,6 +77,19 @@ type ActuatorOptions struct {
 	// MinBackoff and MaxBackoff bound the requeue delay after transient failures.
 	// Defaults: 2s and 2m.
 	MinBackoff, MaxBackoff time.Duration
+	// FrontDoorProbe says how the front door is checked before Succeeded. Default:
+	// FrontDoorTCP.
+	FrontDoorProbe FrontDoorProbe
+	// FrontDoorWait bounds the wait for the front door in one reconciliation. Default:
+	// DefaultFrontDoorWait.
+	FrontDoorWait time.Duration
+	// AgentRefreshInterval, see DefaultAgentRefreshInterval.
+	AgentRefreshInterval time.Duration
+	// Dial opens the TCP connection of FrontDoorTCP. Default: a net.Dialer in the
+	// controller's network namespace.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Events records Events on the exposures. Default: the manager's recorder.
+	Events events.EventRecorder
 }
 
 // Actuator reconciles SelfHostedShootExposures of type kube-vip.
@@ -81,6 +97,7 @@ type Actuator struct {
 	client client.Client
 	reader client.Reader
 	opts   ActuatorOptions
+	events events.EventRecorder
 
 	locks         exposureLocks
 	verifications verificationRequests
@@ -111,47 +128,83 @@ func NewActuator(mgr manager.Manager, opts ActuatorOptions) *Actuator {
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = 2 * time.Minute
 	}
+	if opts.FrontDoorProbe == "" {
+		opts.FrontDoorProbe = FrontDoorTCP
+	}
+	if opts.FrontDoorWait == 0 {
+		opts.FrontDoorWait = DefaultFrontDoorWait
+	}
+	if opts.AgentRefreshInterval == 0 {
+		opts.AgentRefreshInterval = DefaultAgentRefreshInterval
+	}
+	if opts.Dial == nil {
+		opts.Dial = (&net.Dialer{}).DialContext
+	}
+	if opts.Events == nil {
+		opts.Events = mgr.GetEventRecorder("gardener-extension-kube-vip")
+	}
 	return &Actuator{
 		client:   mgr.GetClient(),
 		reader:   mgr.GetAPIReader(),
 		opts:     opts,
+		events:   opts.Events,
 		failures: map[types.UID]int{},
 	}
 }
 
 // Reconcile makes sure the VIP port, its floating IP and the allowed address pairs exist,
-// rolls out the agent and returns the ingress (the floating IP, or the VIP when internal).
+// rolls out the agent, waits until the front door works (see frontdoor.go) and returns
+// the ingress (the floating IP, or the VIP when internal).
 func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) ([]corev1.LoadBalancerIngress, error) {
-	unlock := a.locks.lock(exp.UID)
-	defer unlock()
-	ingress, err := a.reconcile(ctx, log, exp, cluster)
-	return ingress, a.finish(exp, err)
+	status, internalOnly, err := a.reconcileLocked(ctx, log, exp, cluster)
+	if err == nil {
+		// Without the lock: the node tracker may meanwhile add the pair that a new
+		// control-plane node's agent needs to answer for the VIP.
+		err = a.awaitFrontDoor(ctx, log, exp, status)
+		if err == nil {
+			// Published from now on: Gardener copies it into DNS once.
+			status.Ingress = ingressOf(status, internalOnly)
+		}
+		unlock := a.locks.lock(exp.UID)
+		if patchErr := a.patchStatus(ctx, exp, status); err == nil {
+			err = patchErr
+		}
+		unlock()
+	}
+	return ingress(ingressOf(status, internalOnly)), a.finish(exp, err)
 }
 
-// reconcile is the whole flow, top-down: gather the inputs, then the VIP port, its
-// floating IP, the node ports' pairs, the agent, and the status. Policy (ownership, which
-// changes are accepted) lives in policy.go; deletion in delete.go.
-func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) ([]corev1.LoadBalancerIngress, error) {
+func (a *Actuator) reconcileLocked(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureStatus, bool, error) {
+	unlock := a.locks.lock(exp.UID)
+	defer unlock()
+	return a.reconcile(ctx, log, exp, cluster)
+}
+
+// reconcile is the whole flow up to the front door, top-down: gather the inputs, then the
+// VIP port, its floating IP, the node ports' pairs, the agent, and the status. Policy
+// (ownership, which changes are accepted) lives in policy.go; the front door in
+// frontdoor.go; deletion in delete.go. It returns the status reached and whether the
+// exposure is internal only.
+func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureStatus, bool, error) {
 	status, err := DecodeStatus(exp)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Gather: config, credentials, Infrastructure, control-plane Nodes. Everything is
 	// validated here, before the first side effect.
 	in, err := a.gatherInputs(ctx, exp, cluster, status)
 	if err != nil {
-		return ingress(ingressOf(status, false)), err
+		return status, false, err
 	}
-	report := func(s *v1alpha1.ExposureStatus) []corev1.LoadBalancerIngress {
-		return ingress(ingressOf(s, in.config.InternalOnly))
-	}
+	internalOnly := in.config.InternalOnly
 	if err := checkAddressChange(in.config, status); err != nil {
-		return report(status), err
+		return status, internalOnly, err
 	}
+	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
 
 	image, err := a.agentImage(in.config.Agent)
 	if err != nil {
-		return report(status), err
+		return status, internalOnly, err
 	}
 	hash := in.hash(image)
 	now := a.opts.Clock.Now()
@@ -159,36 +212,36 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	if !requested && status.InputsHash == hash && statusComplete(status, in.config) && status.VerifiedAt != nil && now.Sub(status.VerifiedAt.Time) < a.opts.VerifyInterval {
 		log.V(1).Info("Inputs unchanged and recently verified, no OpenStack call")
 		if err := a.deployAgent(ctx, exp, in, status); err != nil {
-			return report(status), err
+			return status, internalOnly, err
 		}
-		return report(status), a.patchStatus(ctx, exp, status)
+		return status, internalOnly, a.patchStatus(ctx, exp, status)
 	}
 
 	network, err := a.opts.ClientFactory.Network(ctx, in.auth)
 	if err != nil {
-		return report(status), err
+		return status, internalOnly, err
 	}
 	desired, err := a.ensureOpenStack(ctx, log, network, in, status)
 	if desired != nil {
 		status = desired
 	}
+	a.setVerified(exp, status, err)
 	if err != nil {
 		// keep what was found or created so far
 		status.InputsHash = ""
 		if patchErr := a.patchStatus(ctx, exp, status); patchErr != nil {
 			log.Error(patchErr, "Could not record the partial status")
 		}
-		return report(status), err
+		return status, internalOnly, err
 	}
 	status.InputsHash = hash
 	status.VerifiedAt = &metav1.Time{Time: now}
-	status.Ingress = ingressOf(status, in.config.InternalOnly)
 
 	if err := a.deployAgent(ctx, exp, in, status); err != nil {
 		_ = a.patchStatus(ctx, exp, status)
-		return report(status), err
+		return status, internalOnly, err
 	}
-	return report(status), a.patchStatus(ctx, exp, status)
+	return status, internalOnly, a.patchStatus(ctx, exp, status)
 }
 
 // gatherInputs resolves config, credentials, Infrastructure and control-plane Nodes.
@@ -208,13 +261,11 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	if err != nil {
 		return nil, err
 	}
-	identity := status.Identity
-	if identity == "" {
-		identity = clusterIdentity(exp, cluster)
-	}
+	m := markOf(status, clusterIdentity(exp, cluster), exp.UID)
 	return &inputs{
 		status:     status,
-		identity:   identity,
+		identity:   m.identity,
+		mark:       m,
 		source:     source,
 		raw:        raw,
 		config:     cfg,
@@ -248,11 +299,11 @@ func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortS
 	}
 	return openstack.VIPPortSpec{
 		Name:        vipPortName(in.identity),
-		Description: ownerDescription(in.identity),
+		Description: in.mark.description(),
 		NetworkID:   in.config.NetworkID,
 		SubnetID:    in.config.SubnetID,
 		IPAddress:   address,
-		Tags:        clusterTags(in.identity),
+		Tags:        in.mark.tags(),
 	}
 }
 
@@ -264,7 +315,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		return nil, err
 	}
 	status := old.DeepCopy()
-	status.Identity = in.identity
+	status.Identity, status.Owner = in.identity, in.mark.owner
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
 	port, created, err := a.ensurePort(ctx, log, network, in, status)
@@ -285,6 +336,9 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, pairSync{networkID: cfg.NetworkID, vip: vip, vipPortID: port.ID, nodes: in.nodes})
 	})
 	wg.Wait()
+	if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {
+		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", vip, nodePortNames(nodePorts))
+	}
 	status.NodePorts = nodePorts
 	return status, errors.Join(fipErr, pairsErr)
 }
@@ -343,11 +397,16 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 	if err != nil {
 		return nil, false, err
 	}
-	candidates := openstack.VIPPortCandidates(named, spec)
+	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, spec), func(p ports.Port) bool { return in.mark.foreignOwner(&p) != "" })
 
 	port, err := a.recordedPort(ctx, log, network, named, status, in.config.NetworkID)
 	if err != nil {
 		return nil, false, err
+	}
+	if port == nil && status.PortID == "" {
+		if err := a.checkOneOwner(ctx, log, in, named); err != nil {
+			return nil, false, err
+		}
 	}
 	if port == nil && len(candidates) > 0 {
 		port = pickVIPPort(candidates, status.VIPAddress)
@@ -362,6 +421,11 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 		}
 		created = true
 		log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, in.config.SubnetID))
+		if status.PortID != "" {
+			in.record(eventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, in.config.SubnetID))
+		} else {
+			in.record(eventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, in.config.SubnetID))
+		}
 	}
 	// Recorded before anything else, so that a later failure does not lose the port.
 	status.PortID = port.ID
@@ -441,10 +505,10 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 // tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
 // tags may have been edited out of band.
 func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port) error {
-	if openstack.HasAllTags(port.Tags, clusterTags(in.identity)) {
+	if openstack.HasAllTags(port.Tags, in.mark.tags()) && in.mark.foreignOwner(port) == "" {
 		return nil
 	}
-	tags := withClusterTags(port.Tags, in.identity)
+	tags := in.mark.withTags(port.Tags)
 	if len(port.Tags) > 0 {
 		log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
 	}
@@ -482,16 +546,18 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 			FloatingNetworkID: floatingNetworkID,
 			PortID:            port.ID,
 			FixedIP:           status.VIPAddress,
-			Description:       ownerDescription(in.identity),
+			Description:       in.mark.description(),
 		}); err != nil {
 			return err
 		}
 		log.Info("Created the floating IP", "floatingIP", fip.FloatingIP)
+		in.record(eventFloatingIPCreated, "Created the floating IP %s for the VIP %s", fip.FloatingIP, status.VIPAddress)
 	} else if fip.PortID != port.ID {
 		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 			return err
 		}
 		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+		in.record(eventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
 	} else if err := checkFloatingPool(ctx, network, cfg, fip); err != nil {
 		return err
 	}
@@ -526,6 +592,7 @@ func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network 
 			return err
 		}
 		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+		in.record(eventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
 	default:
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was associated with port %s outside of the extension: disassociate it so that it points at the VIP port %s again",
 			fip.FloatingIP, fip.PortID, port.ID), gardencorev1beta1.ErrorInfraDependencies)
@@ -549,15 +616,16 @@ func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, ne
 		FloatingNetworkID: floatingNetworkID,
 		PortID:            port.ID,
 		FixedIP:           status.VIPAddress,
-		Description:       ownerDescription(in.identity),
+		Description:       in.mark.description(),
 		Address:           status.FloatingIPAddress,
 	})
 	if err != nil {
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension, and allocating the same address again failed (%w): "+
 			"allocate %s in the project with the description %q, or ask a cloud admin to",
-			status.FloatingIPAddress, err, status.FloatingIPAddress, ownerDescription(in.identity)), gardencorev1beta1.ErrorInfraDependencies)
+			status.FloatingIPAddress, err, status.FloatingIPAddress, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
 	}
 	log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
+	in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; allocated the same address again", fip.FloatingIP)
 	status.FloatingIPID = fip.ID
 	return nil
 }
@@ -588,7 +656,7 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 // unassociated by a lost port and a lost status), so that a second one is never
 // allocated. Floating IPs on the VIP port without the mark are disassociated.
 func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
-	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: ownerDescription(in.identity)})
+	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: in.mark.description()})
 	if err != nil {
 		return nil, err
 	}
@@ -655,6 +723,7 @@ func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network
 	return syncPairs(ctx, log, network, s)
 }
 
+// deployAgent applies the agent's objects; their state is read by checkFrontDoor.
 func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, in *inputs, status *v1alpha1.ExposureStatus) error {
 	image, err := a.agentImage(in.config.Agent)
 	if err != nil {
@@ -671,11 +740,6 @@ func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.Self
 	if err := a.opts.Agent.Deploy(ctx, spec); err != nil {
 		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
 	}
-	agentStatus, err := a.opts.Agent.Status(ctx, exp.Namespace)
-	if err != nil {
-		return fmt.Errorf("reading the %s agent status: %w", spec.Implementation, err)
-	}
-	status.Agent = agentStatus
 	return nil
 }
 
@@ -698,7 +762,7 @@ func (a *Actuator) patchStatus(ctx context.Context, exp *extensionsv1alpha1.Self
 	current, err := DecodeStatus(exp)
 	if err == nil {
 		current.TypeMeta = status.TypeMeta
-		if reflect.DeepEqual(current, status) {
+		if equality.Semantic.DeepEqual(current, status) {
 			return nil
 		}
 	}
@@ -741,4 +805,12 @@ func (a *Actuator) finish(exp *extensionsv1alpha1.SelfHostedShootExposure, err e
 
 func configPath(source ConfigSource) *field.Path {
 	return field.NewPath(string(source))
+}
+
+func nodePortNames(nps []v1alpha1.NodePort) string {
+	names := make([]string, 0, len(nps))
+	for _, np := range nps {
+		names = append(names, np.NodeName+"="+np.PortID)
+	}
+	return strings.Join(names, ", ")
 }

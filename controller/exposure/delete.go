@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -27,15 +28,45 @@ var errAgentPodsRemain = errors.New("waiting for the kube-vip-agent pods to term
 func (a *Actuator) Delete(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) error {
 	unlock := a.locks.lock(exp.UID)
 	defer unlock()
-	gone, err := a.opts.Agent.Delete(ctx, exp.Namespace)
+	others, err := a.agentOfAnother(ctx, exp)
 	if err != nil {
-		return a.finish(exp, fmt.Errorf("deleting the kube-vip-agent: %w", err))
+		return a.finish(exp, err)
 	}
-	if !gone {
-		log.Info("Waiting for the kube-vip-agent pods to terminate")
-		return a.finish(exp, errAgentPodsRemain)
+	if others {
+		log.Info("Leaving the kube-vip-agent alone: this exposure never had a VIP, and another exposure in the namespace runs the agent")
+	} else {
+		gone, err := a.opts.Agent.Delete(ctx, exp.Namespace)
+		if err != nil {
+			return a.finish(exp, fmt.Errorf("deleting the kube-vip-agent: %w", err))
+		}
+		if !gone {
+			log.Info("Waiting for the kube-vip-agent pods to terminate")
+			return a.finish(exp, errAgentPodsRemain)
+		}
 	}
 	return a.finish(exp, a.cleanup(ctx, log, exp, cluster, false))
+}
+
+// agentOfAnother tells whether the agent in exp's namespace is another exposure's: exp
+// never recorded a VIP (the agent is rolled out only after the VIP exists, e.g. exp was
+// refused as a second exposure of the cluster) and another exposure lives in the
+// namespace. The agent's objects are per namespace, so deleting them would take the
+// other exposure's front door down.
+func (a *Actuator) agentOfAnother(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure) (bool, error) {
+	status, err := DecodeStatus(exp)
+	if err != nil || status.VIPAddress != "" || status.PortID != "" {
+		return false, nil
+	}
+	list := &extensionsv1alpha1.SelfHostedShootExposureList{}
+	if err := a.client.List(ctx, list, client.InNamespace(exp.Namespace)); err != nil {
+		return false, fmt.Errorf("listing the SelfHostedShootExposures in %s: %w", exp.Namespace, err)
+	}
+	for _, x := range list.Items {
+		if x.UID != exp.UID && x.DeletionTimestamp == nil {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ForceDelete tries the OpenStack cleanup once without waiting for the agent; errors are
@@ -77,12 +108,9 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 }
 
 func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network *openstack.Network, status *v1alpha1.ExposureStatus, bestEffort bool) error {
-	identity := status.Identity
-	if identity == "" {
-		identity = clusterIdentity(exp, cluster)
-	}
+	m := markOf(status, clusterIdentity(exp, cluster), exp.UID)
 
-	vipPorts, err := a.findVIPPorts(ctx, network, identity, status)
+	vipPorts, err := a.findVIPPorts(ctx, network, m, status)
 	if err != nil {
 		return err
 	}
@@ -138,7 +166,7 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 		}
 		for _, fip := range fips {
 			adopted := fip.FloatingIP == adoptedAddress || (status.FloatingIPAdopted && fip.ID == status.FloatingIPID)
-			if !adopted && ownedFloatingIP(&fip, identity) {
+			if !adopted && m.ownsFloatingIP(&fip) {
 				log.Info("Deleting the floating IP", "floatingIP", fip.FloatingIP)
 				err = network.DeleteFloatingIP(ctx, fip.ID)
 			} else {
@@ -167,12 +195,12 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 	}
 	if status.FloatingIPID != "" && !status.FloatingIPAdopted {
 		// The port is gone already, its floating IP may remain.
-		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, identity))
+		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, m))
 	}
 	// Every floating IP with the cluster's owner mark goes, also one that no port or status
 	// names any more (e.g. left behind by a lost port).
 	if len(errs) == 0 || bestEffort {
-		keepGoing(a.deleteMarkedFloatingIPs(ctx, log, network, identity, status))
+		keepGoing(a.deleteMarkedFloatingIPs(ctx, log, network, m, status))
 	}
 	if len(errs) == 0 {
 		status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
@@ -183,8 +211,8 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 
 // deleteMarkedFloatingIPs deletes the floating IPs that carry the cluster's owner mark,
 // except the one the user pinned (adopted), which is only disassociated.
-func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network *openstack.Network, identity string, status *v1alpha1.ExposureStatus) error {
-	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: ownerDescription(identity)})
+func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network *openstack.Network, m mark, status *v1alpha1.ExposureStatus) error {
+	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: m.description()})
 	if err != nil {
 		return err
 	}
@@ -208,15 +236,15 @@ func clearFloatingIP(status *v1alpha1.ExposureStatus) {
 // findVIPPorts returns the VIP ports of the cluster: the one in the status and every
 // unbound port with the cluster's port name that carries the cluster's tags, or no tags
 // but lies in the status' network (the tagging after the create may have failed).
-func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network, identity string, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
-	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(identity)})
+func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network, m mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
+	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(m.identity)})
 	if err != nil {
 		return nil, err
 	}
 	vipPorts := map[string]*ports.Port{}
 	for i := range named {
 		p := &named[i]
-		if !openstack.IsVIPPortCandidate(p, clusterTags(identity)) {
+		if !openstack.IsVIPPortCandidate(p, m.tags()) || m.foreignOwner(p) != "" {
 			continue
 		}
 		if len(p.Tags) > 0 || p.ID == status.PortID || (status.NetworkID != "" && p.NetworkID == status.NetworkID) {
@@ -316,7 +344,7 @@ func hasFixedIP(p *ports.Port, ip string) bool {
 
 // deleteOrphanedFloatingIP deletes the floating IP of the status when the extension
 // created it; a floating IP without the extension's mark is left alone.
-func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, id, identity string) error {
+func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, id string, m mark) error {
 	fip, err := network.GetFloatingIP(ctx, id)
 	if err != nil {
 		if openstack.IsNotFound(err) {
@@ -324,7 +352,7 @@ func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger
 		}
 		return err
 	}
-	if !ownedFloatingIP(fip, identity) {
+	if !m.ownsFloatingIP(fip) {
 		log.Info("Leaving a floating IP the extension did not create", "floatingIP", fip.FloatingIP)
 		return nil
 	}

@@ -34,11 +34,13 @@ type inputs struct {
 	// status is the status the reconciliation started from.
 	status   *v1alpha1.ExposureStatus
 	identity string
-	source   ConfigSource
-	raw      *v1alpha1.ExposureConfig
-	config   *Config
-	infra    *InfrastructureStatus
-	auth     openstack.AuthConfig
+	// mark is what the exposure's OpenStack resources carry (identity and owner).
+	mark   mark
+	source ConfigSource
+	raw    *v1alpha1.ExposureConfig
+	config *Config
+	infra  *InfrastructureStatus
+	auth   openstack.AuthConfig
 	// secretHash identifies the version of the credentials Secret (UID and resourceVersion,
 	// never its data: the hash ends up in the status).
 	secretHash string
@@ -47,6 +49,15 @@ type inputs struct {
 	// floatingNetworkID is the floating pool resolved from its name before anything was
 	// created (empty when the config names the network by ID or nothing is allocated).
 	floatingNetworkID string
+	// event records an Event on the exposure (nil: none).
+	event func(eventType, reason, format string, args ...any)
+}
+
+// record records a Normal Event on the exposure.
+func (in *inputs) record(reason, format string, args ...any) {
+	if in.event != nil {
+		in.event(corev1.EventTypeNormal, reason, format, args...)
+	}
 }
 
 type controlPlaneNode struct {

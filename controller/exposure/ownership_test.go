@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -59,9 +60,9 @@ func TestIngressNeverShowsThePrivateVIPOfAPublicExposure(t *testing.T) {
 	}
 }
 
-func TestWithClusterTagsKeepsOthersAndDropsForeignClusterTags(t *testing.T) {
-	got := withClusterTags([]string{"team=a", openstack.ClusterTag("someone-else")}, "c1")
-	want := []string{openstack.TagExtension, openstack.ClusterTag("c1"), "team=a"}
+func TestWithTagsKeepsOthersAndDropsForeignClusterAndOwnerTags(t *testing.T) {
+	got := mark{identity: "c1", owner: "u1"}.withTags([]string{"team=a", openstack.ClusterTag("someone-else"), openstack.OwnerTag("u2")})
+	want := []string{openstack.TagExtension, openstack.ClusterTag("c1"), openstack.OwnerTag("u1"), "team=a"}
 	if !slices.Equal(got, want) {
 		t.Errorf("tags %v, want %v", got, want)
 	}
@@ -118,5 +119,44 @@ func TestFinishBacksOffWhileAgentPodsRemain(t *testing.T) {
 		if delays[i] != want[i] {
 			t.Fatalf("delays %v, want %v", delays, want)
 		}
+	}
+}
+
+func TestMarkTellsForeignOwners(t *testing.T) {
+	ours := mark{identity: "c1", owner: "u1"}
+	other := mark{identity: "c1", owner: "u2"}
+	legacy := mark{identity: "c1"}
+	for _, tc := range []struct {
+		name string
+		m    mark
+		port ports.Port
+		want string
+	}{
+		{"our owner tag", ours, ports.Port{Tags: ours.tags()}, ""},
+		{"another owner's tag", ours, ports.Port{Tags: other.tags()}, "u2"},
+		{"a port without owner (from before owners)", ours, ports.Port{Tags: legacy.tags()}, ""},
+		{"untagged, our description", ours, ports.Port{Description: ours.description()}, ""},
+		{"untagged, another owner's description", ours, ports.Port{Description: other.description()}, "(unknown, see the port's description)"},
+		{"an exposure from before owners sees an owned port as foreign", legacy, ports.Port{Tags: other.tags()}, "u2"},
+	} {
+		if got := tc.m.foreignOwner(&tc.port); got != tc.want {
+			t.Errorf("%s: foreign owner %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if ours.description() == other.description() || legacy.description() == ours.description() {
+		t.Error("the floating IP descriptions of two owners (or of an owner and no owner) are equal")
+	}
+}
+
+func TestRecordedMarkWins(t *testing.T) {
+	recorded := &v1alpha1.ExposureStatus{Identity: "old-id", Owner: "old-uid"}
+	if got := markOf(recorded, "new-id", "new-uid"); got != (mark{identity: "old-id", owner: "old-uid"}) {
+		t.Errorf("mark %+v, want the recorded one", got)
+	}
+	if got := markOf(&v1alpha1.ExposureStatus{Identity: "old-id"}, "new-id", "new-uid"); got != (mark{identity: "old-id"}) {
+		t.Errorf("mark %+v of an exposure from before owners, want no owner", got)
+	}
+	if got := markOf(&v1alpha1.ExposureStatus{}, "new-id", "new-uid"); got != (mark{identity: "new-id", owner: "new-uid"}) {
+		t.Errorf("mark %+v of a new exposure, want the derived identity and its UID", got)
 	}
 }

@@ -25,6 +25,15 @@ func ClusterTag(identity string) string {
 	return "kube-vip-cluster=" + identity
 }
 
+// OwnerTag is the tag that names the SelfHostedShootExposure (by the UID recorded at its
+// first creation) that owns a VIP port.
+func OwnerTag(uid string) string {
+	return OwnerTagPrefix + uid
+}
+
+// OwnerTagPrefix starts every OwnerTag.
+const OwnerTagPrefix = "kube-vip-owner="
+
 // maxRevisionRetries bounds the retries of a port update whose revision went stale.
 const maxRevisionRetries = 5
 

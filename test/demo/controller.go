@@ -54,6 +54,9 @@ func (d *demo) startController(ctx context.Context) error {
 		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
 		AgentImage:     agentImage,
 		VerifyInterval: app.DefaultVerifyInterval,
+		// The demo's controller runs on the host, outside the nodes' network: it checks
+		// that a ready agent holds the Lease, not the VIP itself.
+		FrontDoorProbe: exposure.FrontDoorLease,
 	})
 	if err := exposure.AddToManager(ctx, mgr, exposure.AddOptions{
 		Actuator:   actuator,

@@ -222,6 +222,7 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 			AgentImage:     ext.AgentImage,
 			KubeVIPImage:   ext.KubeVIPImage,
 			VerifyInterval: ext.VerifyInterval,
+			FrontDoorProbe: ext.FrontDoorProbe,
 		})
 	})
 	return c.actuator

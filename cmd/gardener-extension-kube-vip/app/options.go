@@ -27,6 +27,8 @@ const (
 	KubeVIPImageFlag = "kube-vip-image"
 	// VerifyIntervalFlag is the flag for the verification interval.
 	VerifyIntervalFlag = "verify-interval"
+	// FrontDoorProbeFlag is the flag for how the front door is checked before Succeeded.
+	FrontDoorProbeFlag = "front-door-probe"
 )
 
 // ExtensionOptions are the command line options of this extension that gardener's
@@ -42,6 +44,10 @@ type ExtensionOptions struct {
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
+	// FrontDoorProbe: tcp (a ready agent holds the Lease and VIP:port accepts a TCP
+	// connection from the controller), lease (the Lease only, for a controller that
+	// cannot reach the node network) or off (tests of the controller without agents).
+	FrontDoorProbe string
 
 	config *ExtensionConfig
 }
@@ -58,6 +64,8 @@ type ExtensionConfig struct {
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
 	// reconciliation makes no OpenStack call.
 	VerifyInterval time.Duration
+	// FrontDoorProbe, see ExtensionOptions.
+	FrontDoorProbe exposure.FrontDoorProbe
 }
 
 // AddFlags implements controllercmd.Flagger.
@@ -66,6 +74,7 @@ func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
 	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip (they may set agent.image instead).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
+	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller), lease (the Lease only, for a controller that cannot reach the node network), or off (not checked; only for tests of the controller that run no agent).")
 }
 
 // Complete implements controllercmd.Completer.
@@ -80,10 +89,15 @@ func (o *ExtensionOptions) Complete() error {
 	if o.VerifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
 	}
+	switch exposure.FrontDoorProbe(o.FrontDoorProbe) {
+	case exposure.FrontDoorTCP, exposure.FrontDoorLease, exposure.FrontDoorOff:
+	default:
+		errs = append(errs, fmt.Errorf("--%s must be %q, %q or %q, got %q", FrontDoorProbeFlag, exposure.FrontDoorTCP, exposure.FrontDoorLease, exposure.FrontDoorOff, o.FrontDoorProbe))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, KubeVIPImage: o.KubeVIPImage, VerifyInterval: o.VerifyInterval}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, KubeVIPImage: o.KubeVIPImage, VerifyInterval: o.VerifyInterval, FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe)}
 	return nil
 }
 

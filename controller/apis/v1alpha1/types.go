@@ -118,6 +118,13 @@ type ExposureStatus struct {
 	// so that a later change of the inputs it is derived from never orphans the resources.
 	// +optional
 	Identity string `json:"identity,omitempty"`
+	// Owner is the UID the exposure had when it first created OpenStack resources; the
+	// VIP port carries it as a tag and the floating IP in its description. It is recorded
+	// once and wins over the exposure's current UID, which changes when gardenadm moves the
+	// exposure from the bootstrap cluster into the shoot. Empty for exposures created
+	// before owners were recorded: their resources carry no owner.
+	// +optional
+	Owner string `json:"owner,omitempty"`
 	// Ingress is the front-door address first reported in status.ingress (the floating IP,
 	// or the VIP of an internal-only exposure). Gardener copies it into DNS once, so it
 	// never changes for the life of the exposure: changes that would move it are refused.
@@ -153,10 +160,27 @@ type ExposureStatus struct {
 	// VerifiedAt is when the OpenStack resources were last read back and found right.
 	// +optional
 	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
-	// Agent reports the node agents.
+	// Agent reports the node agents, read again from the agents' Lease on every
+	// reconciliation and agent refresh.
 	// +optional
 	Agent *AgentStatus `json:"agent,omitempty"`
+	// Conditions tell what works: ConditionOpenStackVerified, ConditionAgentsReady and
+	// ConditionVIPHeld. The exposure reports Succeeded only while all three are True.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// The condition types of ExposureStatus.Conditions.
+const (
+	// ConditionOpenStackVerified is True when the VIP port, its floating IP and the node
+	// pairs were last read back from Neutron and found right.
+	ConditionOpenStackVerified = "OpenStackVerified"
+	// ConditionAgentsReady is True when every agent pod the DaemonSet wants is ready.
+	ConditionAgentsReady = "AgentsReady"
+	// ConditionVIPHeld is True when a ready agent holds the current Lease and the VIP
+	// answers on spec.port.
+	ConditionVIPHeld = "VIPHeld"
+)
 
 // NodePort is a control-plane node's Neutron port that carries the virtual IP.
 type NodePort struct {
@@ -179,4 +203,11 @@ type AgentStatus struct {
 	// LeaseHolder is the node that currently holds the Lease, and with it the virtual IP.
 	// +optional
 	LeaseHolder string `json:"leaseHolder,omitempty"`
+	// HolderSince is when the LeaseHolder acquired the Lease (its acquireTime).
+	// +optional
+	HolderSince *metav1.Time `json:"holderSince,omitempty"`
+	// HolderReady is true when the Lease is current (renewed within its duration) and the
+	// agent pod on the LeaseHolder's node is Ready.
+	// +optional
+	HolderReady bool `json:"holderReady,omitempty"`
 }

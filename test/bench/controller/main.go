@@ -211,6 +211,8 @@ func (e env) round(ctx context.Context, nodeCount int) (phases []phase, err erro
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
 		ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
 		AgentImage:    "example.org/kube-vip-agent:bench", VerifyInterval: time.Hour, Clock: clock,
+		// The controller's OpenStack calls are measured; no agent runs.
+		FrontDoorProbe: exposure.FrontDoorOff,
 	})
 	if err := exposure.AddToManager(ctx, mgr, exposure.AddOptions{Actuator: actuator}); err != nil {
 		return nil, err

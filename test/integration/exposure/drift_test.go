@@ -67,7 +67,7 @@ func repair(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1al
 	if a := openstack.PortAddress(&tagged[0], ""); a != before.VIPAddress {
 		t.Errorf("the VIP port holds %s, want %s", a, before.VIPAddress)
 	}
-	owned, err := e.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{Description: fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", identity)})
+	owned, err := e.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{Description: fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s, owner %s (gardener-extension-kube-vip); do not delete", identity, after.Owner)})
 	if err != nil {
 		t.Fatal(err)
 	}

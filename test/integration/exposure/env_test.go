@@ -103,7 +103,10 @@ type controllerUnderTest struct {
 	clock    *clocktesting.FakeClock
 }
 
-func startController(t *testing.T, e *sharedEnv) *controllerUnderTest {
+// startController starts the controller. Without options it does not check the front door
+// (exposure.FrontDoorOff): the tests of the controller alone run no agent. The front-door
+// tests pass options that check it.
+func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.ActuatorOptions)) *controllerUnderTest {
 	t.Helper()
 	metrics := openstack.NewMetrics(prometheus.NewRegistry())
 	clock := clocktesting.NewFakeClock(time.Now())
@@ -117,14 +120,19 @@ func startController(t *testing.T, e *sharedEnv) *controllerUnderTest {
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
+	opts := exposure.ActuatorOptions{
 		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
 		AgentImage:     "example.org/kube-vip-agent:test",
 		VerifyInterval: verifyInterval,
 		Clock:          clock,
 		MinBackoff:     200 * time.Millisecond,
 		MaxBackoff:     2 * time.Second,
-	})
+		FrontDoorProbe: exposure.FrontDoorOff,
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	actuator := exposure.NewActuator(mgr, opts)
 	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{
 		Actuator:   actuator,
 		Controller: controller.Options{MaxConcurrentReconciles: 1},

@@ -214,8 +214,10 @@ func startController(t *testing.T, e *sharedEnv) (stop func()) {
 			Timeout: clientTimeout,
 		}),
 		AgentImage: "example.org/kube-vip-agent:test",
-		MinBackoff: 100 * time.Millisecond,
-		MaxBackoff: time.Second,
+		// Neutron faults only: no agent runs, so the front door is not checked.
+		FrontDoorProbe: exposure.FrontDoorOff,
+		MinBackoff:     100 * time.Millisecond,
+		MaxBackoff:     time.Second,
 	})
 	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{
 		Actuator:   actuator,

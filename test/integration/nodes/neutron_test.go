@@ -157,8 +157,10 @@ func TestNodeTrackingWithNeutron(t *testing.T) {
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
 		ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)}),
 		AgentImage:    "example.org/kube-vip-agent:test",
-		MinBackoff:    200 * time.Millisecond,
-		MaxBackoff:    2 * time.Second,
+		// Pairs only: no agent runs, so the front door is not checked.
+		FrontDoorProbe: exposure.FrontDoorOff,
+		MinBackoff:     200 * time.Millisecond,
+		MaxBackoff:     2 * time.Second,
 	})
 	if err := exposure.AddToManager(ctx, mgr, exposure.AddOptions{Actuator: actuator, Controller: controller.Options{MaxConcurrentReconciles: 1}}); err != nil {
 		t.Fatalf("adding exposure controller: %v", err)

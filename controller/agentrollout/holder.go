@@ -1,0 +1,68 @@
+package agentrollout
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// fillHolder sets status.LeaseHolder, HolderSince and HolderReady from the Lease of the
+// implementation names stands for:
+// the holder is ready when the Lease is current (renewed within the duration its writer
+// published) and the agent pod on the holder's node is Ready. A released or expired Lease
+// keeps its last holder name but is not ready.
+func (d *Deployer) fillHolder(ctx context.Context, namespace string, names objectNames, lease *coordinationv1.Lease, status *v1alpha1.AgentStatus) error {
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return nil
+	}
+	status.LeaseHolder = *lease.Spec.HolderIdentity
+	if t := lease.Spec.AcquireTime; t != nil {
+		// metav1.Time keeps whole seconds in JSON; so does the status, to compare equal.
+		status.HolderSince = &metav1.Time{Time: t.UTC().Truncate(time.Second)}
+	}
+	if lease.Spec.RenewTime == nil || d.clock.Now().After(lease.Spec.RenewTime.Add(leaseDuration(lease))) {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels())); err != nil {
+		return fmt.Errorf("listing agent pods in %s: %w", namespace, err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == status.LeaseHolder && p.DeletionTimestamp == nil && podReady(p) {
+			status.HolderReady = true
+			return nil
+		}
+	}
+	return nil
+}
+
+// leaseDuration is the duration the Lease's writer published: exact in the agent's
+// annotation, else spec.leaseDurationSeconds (other writers, e.g. upstream kube-vip).
+func leaseDuration(lease *coordinationv1.Lease) time.Duration {
+	if ms, err := strconv.ParseInt(lease.Annotations[election.LeaseDurationAnnotation], 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	if lease.Spec.LeaseDurationSeconds != nil {
+		return time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return 0
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,262 @@
+package exposure
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// This file decides when the front door works: the exposure reports Succeeded, with its
+// ingress, only once a ready agent holds the current Lease and the VIP answers on
+// spec.port. It also keeps status.providerStatus.agent and the conditions current.
+
+// FrontDoorProbe says how the controller checks the front door.
+type FrontDoorProbe string
+
+const (
+	// FrontDoorTCP requires a ready agent holding the current Lease and a TCP connect from
+	// the controller to VIP:spec.port. The default: the controller of a self-hosted shoot
+	// runs on the shoot's nodes and reaches the VIP.
+	FrontDoorTCP FrontDoorProbe = "tcp"
+	// FrontDoorLease requires a ready agent holding the current Lease only, for a
+	// controller that cannot reach the node network (the VIP is then not probed).
+	FrontDoorLease FrontDoorProbe = "lease"
+	// FrontDoorOff reports Succeeded once OpenStack is right, without agents. Only for
+	// tests of the controller alone, which run no agent.
+	FrontDoorOff FrontDoorProbe = "off"
+)
+
+// DefaultFrontDoorWait bounds the wait for the front door within one reconciliation.
+// gardenadm waits 5 min for the exposure; the error comes before that.
+const DefaultFrontDoorWait = 4 * time.Minute
+
+// DefaultAgentRefreshInterval is how often a Succeeded exposure re-reads the agents'
+// Lease (Kubernetes reads only, no OpenStack call) to keep providerStatus.agent and the
+// conditions current after a failover.
+const DefaultAgentRefreshInterval = 30 * time.Second
+
+// frontDoorPollInterval is the period of the checks while waiting.
+const frontDoorPollInterval = time.Second
+
+// Condition reasons.
+const (
+	reasonVerified       = "Verified"
+	reasonVerifyFailed   = "VerifyFailed"
+	reasonAllReady       = "AllReady"
+	reasonNotAllReady    = "NotAllReady"
+	reasonNoAgents       = "NoAgents"
+	reasonHeld           = "Held"
+	reasonHeldNotProbed  = "HeldNotProbed"
+	reasonNoHolder       = "NoHolder"
+	reasonHolderNotReady = "HolderNotReady"
+	reasonNotAnswering   = "NotAnswering"
+	reasonNotChecked     = "NotChecked"
+)
+
+// Event reasons.
+const (
+	eventPortCreated         = "VIPPortCreated"
+	eventPortRecreated       = "VIPPortRecreated"
+	eventFloatingIPCreated   = "FloatingIPCreated"
+	eventFloatingIPAssociate = "FloatingIPReassociated"
+	eventFloatingIPRealloc   = "FloatingIPReallocated"
+	eventNodePortsChanged    = "NodePortsChanged"
+	eventHolderChanged       = "HolderChanged"
+	eventWaiting             = "WaitingForFrontDoor"
+	eventReady               = "FrontDoorReady"
+	eventLost                = "FrontDoorLost"
+)
+
+// frontDoorState is one look at the front door.
+type frontDoorState struct {
+	works  bool
+	reason string
+	// message says what is missing, as one sentence.
+	message string
+}
+
+// checkFrontDoor reads the agents (DaemonSet, Lease, holder's pod), probes the VIP and
+// records the agent status and the AgentsReady and VIPHeld conditions in status.
+func (a *Actuator) checkFrontDoor(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus) (frontDoorState, error) {
+	agent, err := a.opts.Agent.Status(ctx, exp.Namespace)
+	if err != nil {
+		return frontDoorState{}, fmt.Errorf("reading the kube-vip-agent status: %w", err)
+	}
+	previous := status.Agent
+	status.Agent = agent
+	if previous != nil && previous.LeaseHolder != agent.LeaseHolder && agent.LeaseHolder != "" {
+		a.event(exp, corev1.EventTypeNormal, eventHolderChanged, "The VIP %s moved from node %q to node %q", status.VIPAddress, previous.LeaseHolder, agent.LeaseHolder)
+	}
+
+	switch {
+	case agent.DesiredPods == 0:
+		a.setCondition(exp, status, v1alpha1.ConditionAgentsReady, false, reasonNoAgents, "No kube-vip-agent pod is scheduled (no control-plane node, or the DaemonSet is new).")
+	case agent.ReadyPods < agent.DesiredPods:
+		a.setCondition(exp, status, v1alpha1.ConditionAgentsReady, false, reasonNotAllReady, fmt.Sprintf("%d of %d kube-vip-agent pods are ready.", agent.ReadyPods, agent.DesiredPods))
+	default:
+		a.setCondition(exp, status, v1alpha1.ConditionAgentsReady, true, reasonAllReady, fmt.Sprintf("All %d kube-vip-agent pods are ready.", agent.DesiredPods))
+	}
+
+	state := a.probeFrontDoor(ctx, exp, status, agent)
+	a.setCondition(exp, status, v1alpha1.ConditionVIPHeld, state.works, state.reason, state.message)
+	return state, nil
+}
+
+// probeFrontDoor tells whether a ready agent holds the current Lease and, with
+// FrontDoorTCP, whether VIP:spec.port accepts a TCP connection.
+func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, agent *v1alpha1.AgentStatus) frontDoorState {
+	switch {
+	case agent.LeaseHolder == "":
+		return frontDoorState{reason: reasonNoHolder, message: "No kube-vip-agent holds the Lease."}
+	case !agent.HolderReady:
+		return frontDoorState{reason: reasonHolderNotReady, message: fmt.Sprintf("The Lease names node %q, but its Lease is not current or its kube-vip-agent pod is not ready.", agent.LeaseHolder)}
+	case a.opts.FrontDoorProbe == FrontDoorLease:
+		return frontDoorState{works: true, reason: reasonHeldNotProbed, message: fmt.Sprintf("Node %q holds the VIP (the VIP is not probed: the controller is configured not to reach the node network).", agent.LeaseHolder)}
+	}
+	address := net.JoinHostPort(status.VIPAddress, strconv.Itoa(int(exp.Spec.Port)))
+	dialCtx, cancel := context.WithTimeout(ctx, frontDoorPollInterval)
+	defer cancel()
+	conn, err := a.opts.Dial(dialCtx, "tcp", address)
+	if err != nil {
+		return frontDoorState{reason: reasonNotAnswering, message: fmt.Sprintf("Node %q holds the Lease, but %s does not accept connections: %v.", agent.LeaseHolder, address, err)}
+	}
+	_ = conn.Close()
+	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections.", agent.LeaseHolder, address)}
+}
+
+// awaitFrontDoor checks the front door every second until it works, at most
+// FrontDoorWait, so that the exposure stays in Processing without an error meanwhile
+// (gardenadm fails the step when lastError lasts 30 s). It then fails with a coded error.
+func (a *Actuator) awaitFrontDoor(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus) error {
+	if a.opts.FrontDoorProbe == FrontDoorOff {
+		agent, err := a.opts.Agent.Status(ctx, exp.Namespace)
+		if err != nil {
+			return fmt.Errorf("reading the kube-vip-agent status: %w", err)
+		}
+		status.Agent = agent
+		a.setCondition(exp, status, v1alpha1.ConditionVIPHeld, true, reasonNotChecked, "The front door is not checked (controller option for tests without agents).")
+		return nil
+	}
+	var (
+		state   frontDoorState
+		waiting bool
+	)
+	err := wait.PollUntilContextTimeout(ctx, frontDoorPollInterval, a.opts.FrontDoorWait, true, func(ctx context.Context) (bool, error) {
+		s, err := a.checkFrontDoor(ctx, exp, status)
+		if err != nil {
+			// A failed read is one more check that did not succeed; the wait is bounded.
+			log.V(1).Info("Could not check the front door", "error", err.Error())
+			if state.reason == "" {
+				state = frontDoorState{reason: reasonNoAgents, message: fmt.Sprintf("The kube-vip-agent status could not be read: %v.", err)}
+			}
+			return false, nil
+		}
+		if state = s; state.works {
+			return true, nil
+		}
+		if !waiting {
+			waiting = true
+			log.Info("Waiting for the front door", "reason", state.reason, "message", state.message)
+			a.event(exp, corev1.EventTypeNormal, eventWaiting, "Waiting for the front door: %s", state.message)
+		}
+		// Show the agent and the conditions while waiting (a patch only when they changed).
+		if err := a.patchStatus(ctx, exp, status); err != nil {
+			log.Error(err, "Could not record the conditions while waiting")
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		if waiting || !conditionTrue(exp, v1alpha1.ConditionVIPHeld) {
+			a.event(exp, corev1.EventTypeNormal, eventReady, "The front door works: %s", state.message)
+		}
+		return nil
+	case wait.Interrupted(err) && ctx.Err() == nil:
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the front door does not work after %s: %s (reason %s); check the kube-vip-agent pods on the control-plane nodes",
+			a.opts.FrontDoorWait, state.message, state.reason), gardencorev1beta1.ErrorRetryableInfraDependencies)
+	}
+	return err
+}
+
+// RefreshAgent re-reads the agents and the front door of a Succeeded exposure and records
+// providerStatus.agent and the conditions (Kubernetes reads and at most one status patch,
+// no OpenStack call). A front door that stops working is reported in the conditions and
+// an Event; the last operation stays as it is until the next reconciliation.
+func (a *Actuator) RefreshAgent(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure) error {
+	unlock := a.locks.lock(exp.UID)
+	defer unlock()
+	status, err := DecodeStatus(exp)
+	if err != nil || status.VIPAddress == "" || a.opts.FrontDoorProbe == FrontDoorOff {
+		return err
+	}
+	wasHeld := meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionVIPHeld)
+	state, err := a.checkFrontDoor(ctx, exp, status)
+	if err != nil {
+		return err
+	}
+	switch {
+	case wasHeld && !state.works:
+		log.Info("The front door stopped working", "reason", state.reason, "message", state.message)
+		a.event(exp, corev1.EventTypeWarning, eventLost, "The front door stopped working: %s", state.message)
+	case !wasHeld && state.works:
+		a.event(exp, corev1.EventTypeNormal, eventReady, "The front door works: %s", state.message)
+	}
+	return a.patchStatus(ctx, exp, status)
+}
+
+// setCondition sets a condition of status (its transition time changes only with its
+// status).
+func (a *Actuator) setCondition(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, typ string, ok bool, reason, message string) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: exp.Generation}
+	if ok {
+		c.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// setVerified records the outcome of the OpenStack part in the OpenStackVerified condition.
+func (a *Actuator) setVerified(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, err error) {
+	if err == nil {
+		a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, true, reasonVerified, "The VIP port, its floating IP and the node pairs were read back from Neutron and are right.")
+		return
+	}
+	a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, false, reasonVerifyFailed, conditionMessage(err))
+}
+
+// conditionTrue reads a condition from the providerStatus the exposure had.
+func conditionTrue(exp *extensionsv1alpha1.SelfHostedShootExposure, typ string) bool {
+	s, err := DecodeStatus(exp)
+	return err == nil && meta.IsStatusConditionTrue(s.Conditions, typ)
+}
+
+// conditionMessage is err's text, bounded so that the status stays small.
+func conditionMessage(err error) string {
+	const limit = 1000
+	msg := err.Error()
+	if len(msg) > limit {
+		msg = msg[:limit]
+	}
+	return msg
+}
+
+// event records an Event on the exposure; without a recorder it does nothing.
+func (a *Actuator) event(exp *extensionsv1alpha1.SelfHostedShootExposure, eventType, reason, format string, args ...any) {
+	if a.events == nil {
+		return
+	}
+	a.events.Eventf(exp, nil, eventType, reason, reason, format, args...)
+}

@@ -1,0 +1,185 @@
+package exposure_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+)
+
+// frontDoorOf is what an exposure owns in Neutron, as Neutron has it.
+type frontDoorOf struct {
+	portID, vip, fipID, fip string
+	tags                    []string
+}
+
+func readFrontDoor(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) frontDoorOf {
+	t.Helper()
+	st := providerStatus(t, exp)
+	port, err := e.neutron.GetPort(ctx, st.PortID)
+	if err != nil {
+		t.Fatalf("reading the VIP port %s: %v", st.PortID, err)
+	}
+	fips := floatingIPsOfPort(t, ctx, e, port.ID)
+	if len(fips) != 1 {
+		t.Fatalf("VIP port %s has %d floating IPs, want 1", port.ID, len(fips))
+	}
+	return frontDoorOf{portID: port.ID, vip: openstack.PortAddress(port, ""), fipID: fips[0].ID, fip: fips[0].FloatingIP, tags: port.Tags}
+}
+
+// checkFrontDoorIntact fails unless the port and floating IP of want still exist, hold
+// the same addresses, are associated, and carry the same tags.
+func checkFrontDoorIntact(t *testing.T, ctx context.Context, e *sharedEnv, want frontDoorOf, what string) {
+	t.Helper()
+	port, err := e.neutron.GetPort(ctx, want.portID)
+	if err != nil {
+		t.Fatalf("%s: the owner's VIP port %s: %v", what, want.portID, err)
+	}
+	if got := openstack.PortAddress(port, ""); got != want.vip || !slices.Equal(port.Tags, want.tags) {
+		t.Errorf("%s: the owner's VIP port has %s with tags %v, want %s with %v", what, got, port.Tags, want.vip, want.tags)
+	}
+	fips := floatingIPsOfPort(t, ctx, e, want.portID)
+	if len(fips) != 1 || fips[0].ID != want.fipID || fips[0].FloatingIP != want.fip {
+		t.Errorf("%s: the owner's VIP port has floating IPs %+v, want only %s", what, fips, want.fip)
+	}
+}
+
+// TestSecondExposureRefused: a second exposure of the same cluster (same namespace, so the
+// same identity) is refused with an error naming the owner and touches nothing of it;
+// deleting the refused exposure deletes nothing of the owner's, its agent included.
+func TestSecondExposureRefused(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	startController(t, e)
+
+	first := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, first, id)
+	first = waitFor(t, ctx, e, first, "the first exposure", succeeded)
+	owner := readFrontDoor(t, ctx, e, first)
+	if !slices.Contains(owner.tags, openstack.OwnerTag(string(first.UID))) {
+		t.Errorf("the VIP port's tags %v do not name the owner %s", owner.tags, first.UID)
+	}
+	if got := providerStatus(t, first).Owner; got != string(first.UID) {
+		t.Errorf("providerStatus.owner %q, want the exposure's UID %s", got, first.UID)
+	}
+
+	second := newExposure(exposureOptions{name: id + "-second", nodes: nodes})
+	if err := e.cp.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.cp.Client.Delete(ctx, second)
+		_ = waitGone(ctx, e, second)
+	})
+	refused := waitFor(t, ctx, e, second, "the refusal", failedReconcile)
+	le := refused.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !strings.Contains(le.Description, ns+"/"+first.Name) || !strings.Contains(le.Description, owner.portID) {
+		t.Errorf("lastError %q does not name the owner %s/%s and its port %s", le.Description, ns, first.Name, owner.portID)
+	}
+	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
+		t.Errorf("codes %v, want %s", le.Codes, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	if len(refused.Status.Ingress) > 0 {
+		t.Errorf("the refused exposure shows ingress %v", refused.Status.Ingress)
+	}
+	if st := providerStatus(t, refused); st.PortID != "" || st.FloatingIPID != "" {
+		t.Errorf("the refused exposure recorded port %q and floating IP %q", st.PortID, st.FloatingIPID)
+	}
+	checkFrontDoorIntact(t, ctx, e, owner, "after the refusal")
+
+	// Deleting the refused exposure deletes nothing of the owner's.
+	deleteAndWait(t, ctx, e, second)
+	checkFrontDoorIntact(t, ctx, e, owner, "after deleting the refused exposure")
+	if err := e.cp.Client.Get(ctx, clientKey(agentrollout.Name), &appsv1.DaemonSet{}); err != nil {
+		t.Errorf("the owner's agent DaemonSet: %v", err)
+	}
+	// And the owner still reconciles on the same addresses.
+	got := triggerReconcile(t, ctx, e, first, nil)()
+	if got.Status.Ingress[0].IP != owner.fip {
+		t.Errorf("the owner's ingress %v after the refused exposure's deletion, want %s", got.Status.Ingress, owner.fip)
+	}
+}
+
+// TestTwoClustersWithTheSameShootNameDoNotCollide: two clusters (two kube-apiservers, each
+// with its own controller) whose shoots share the project and the name, and so the
+// technical ID, each get their own VIP port and floating IP in the shared OpenStack
+// project; deleting one cluster's exposure deletes nothing of the other's.
+func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cp2, err := framework.NewControlPlane()
+	if err != nil {
+		t.Fatalf("starting the second cluster's kube-apiserver: %v", err)
+	}
+	t.Cleanup(func() { _ = cp2.Stop() })
+	if err := framework.Bootstrap(ctx, cp2.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+		t.Fatalf("bootstrapping the second cluster: %v", err)
+	}
+	e2 := &sharedEnv{cp: cp2, os: e.os, neutron: e.neutron}
+
+	id := useIdentity(t, ctx, e)
+	if err := framework.SetTechnicalID(ctx, cp2.Client, id); err != nil {
+		t.Fatal(err)
+	}
+	nodes := createNodes(t, ctx, e, id, 1)
+	startController(t, e)
+	startController(t, e2)
+
+	exp1 := newExposure(exposureOptions{name: id, nodes: nodes})
+	exp2 := newExposure(exposureOptions{name: id, nodes: nodes})
+	clusters := []struct {
+		e   *sharedEnv
+		exp *extensionsv1alpha1.SelfHostedShootExposure
+	}{{e, exp1}, {e2, exp2}}
+	for _, x := range clusters {
+		if err := x.e.cp.Client.Create(ctx, x.exp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		for _, x := range clusters {
+			_ = x.e.cp.Client.Delete(ctx, x.exp)
+			_ = waitGone(ctx, x.e, x.exp)
+		}
+		forceCleanup(ctx, e, id)
+	})
+	exp1 = waitFor(t, ctx, e, exp1, "cluster 1's exposure", succeeded)
+	exp2 = waitFor(t, ctx, e2, exp2, "cluster 2's exposure", succeeded)
+	door1, door2 := readFrontDoor(t, ctx, e, exp1), readFrontDoor(t, ctx, e2, exp2)
+	if door1.portID == door2.portID || door1.fipID == door2.fipID || door1.vip == door2.vip {
+		t.Fatalf("the clusters share a front door: %+v and %+v", door1, door2)
+	}
+	if o1, o2 := providerStatus(t, exp1).Owner, providerStatus(t, exp2).Owner; o1 == "" || o1 == o2 {
+		t.Errorf("owners %q and %q, want two different recorded owners", o1, o2)
+	}
+
+	// Deleting cluster 1's exposure leaves cluster 2's front door as it was.
+	deleteAndWait(t, ctx, e, exp1)
+	checkFrontDoorIntact(t, ctx, e, door2, "after deleting the other cluster's exposure")
+	if _, err := e.neutron.GetPort(ctx, door1.portID); err == nil || !openstack.IsNotFound(err) {
+		t.Errorf("cluster 1's VIP port %s after its deletion: %v, want gone", door1.portID, err)
+	}
+	got := triggerReconcile(t, ctx, e2, exp2, nil)()
+	if got.Status.Ingress[0].IP != door2.fip {
+		t.Errorf("cluster 2's ingress %v, want %s", got.Status.Ingress, door2.fip)
+	}
+}
