@@ -41,6 +41,12 @@ build:
 install-deps:
 	hack/install-deps.sh
 
+# Packages the Helm chart (reproducibly, with helm's library) into bin/chart/, the archive a
+# release pushes to the OCI repository named in manifests/operator/extension.yaml.
+.PHONY: chart
+chart:
+	$(GO) run ./manifests/gen/cmd/package-chart bin/chart
+
 # Code generators. Add a line per generator; check-generate covers whatever they write.
 .PHONY: generate
 generate:

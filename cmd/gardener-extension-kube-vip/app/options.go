@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gardener/gardener-extension-kube-vip/charts"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
 
@@ -32,7 +33,8 @@ const (
 type ExtensionOptions struct {
 	// Type is the SelfHostedShootExposure type this controller serves.
 	Type string
-	// AgentImage is the image of the kube-vip-agent DaemonSet.
+	// AgentImage is the image of the kube-vip-agent DaemonSet. Empty: the image vector's
+	// kube-vip-agent image (charts/images.yaml, overridable by $IMAGEVECTOR_OVERWRITE).
 	AgentImage string
 	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
@@ -57,7 +59,7 @@ type ExtensionConfig struct {
 // AddFlags implements controllercmd.Flagger.
 func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
-	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
+	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (default: the image vector's "+charts.ImageNameAgent+" image).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 }
 
@@ -67,8 +69,13 @@ func (o *ExtensionOptions) Complete() error {
 	if o.Type == "" {
 		errs = append(errs, fmt.Errorf("--%s must not be empty", ExtensionTypeFlag))
 	}
-	if o.AgentImage == "" {
-		errs = append(errs, fmt.Errorf("--%s must be set", AgentImageFlag))
+	agentImage := o.AgentImage
+	if agentImage == "" {
+		image, err := charts.FindImage(charts.ImageNameAgent)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s is not set and the image vector has no agent image: %w", AgentImageFlag, err))
+		}
+		agentImage = image
 	}
 	if o.VerifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
@@ -76,7 +83,7 @@ func (o *ExtensionOptions) Complete() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, VerifyInterval: o.VerifyInterval}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: agentImage, VerifyInterval: o.VerifyInterval}
 	return nil
 }
 
