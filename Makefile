@@ -1,7 +1,12 @@
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on network namespaces + local Keystone/Neutron (make demo-down stops it)
-#   make test   vet, check-generate, unit tests, integration tests against the real parts
+#   make check  vet, gofmt, the generate check, the SPDX headers
+#   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
 
@@ -62,6 +67,19 @@ check-generate:
 vet:
 	$(GO) vet ./...
 
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: license-check
+license-check:
+	hack/license-headers.sh --check
+
+# Static checks; every step runs, the target fails if any did.
+.PHONY: check
+check:
+	@rc=0; for t in vet fmt-check license-check check-generate; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+
 .PHONY: test-unit
 test-unit:
 	@mkdir -p $(RESULTS)
@@ -88,8 +106,7 @@ test-integration:
 .PHONY: test
 test:
 	@rm -f $(RESULTS)/*.summary; rc=0; \
-	$(MAKE) --no-print-directory vet || rc=1; \
-	$(MAKE) --no-print-directory check-generate || rc=1; \
+	$(MAKE) --no-print-directory check || rc=1; \
 	$(MAKE) --no-print-directory test-unit || rc=1; \
 	$(MAKE) --no-print-directory test-integration || rc=1; \
 	echo "==== summary"; \

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot made of
 # network namespaces (test/netns), the local Keystone + Neutron (hack/openstack.sh), the
 # controller and the node agents, a SelfHostedShootExposure and a live failover. The demo

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package health decides whether this node may hold the VIP: its local kube-apiserver
 // must answer /readyz, and its interface must be up.
 package health

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agentrollout deploys the kube-vip-agent onto the control-plane nodes of a
 // self-hosted shoot: its ServiceAccount, the Role and RoleBinding that allow it exactly its
 // Lease, and the DaemonSet. Objects are written with server-side apply; deletion waits until

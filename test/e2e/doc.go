@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e runs the agent as the controller deploys it (agentrollout) on the real
 // cluster of test/nodes: kubelets and containerd in node namespaces, the DaemonSet
 // controller of kube-controller-manager. Each scenario is its own test; a client in its
