@@ -6,6 +6,7 @@ package packaging
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestPrometheusRule(t *testing.T) {
 				t.Errorf("alert %s names no metric of this project: %s", r.Alert, r.Expr.String())
 			}
 			for _, name := range found {
-				if !exported[name] {
+				if !exportedSeries(exported, name) {
 					t.Errorf("alert %s uses %s, which the code does not export", r.Alert, name)
 				}
 			}
@@ -114,5 +115,62 @@ func TestPrometheusRule(t *testing.T) {
 	}
 	if alerts == 0 {
 		t.Error("the PrometheusRule has no alerts")
+	}
+}
+
+// exportedSeries reports whether name is a series of an exported metric (a histogram's
+// _bucket, _sum and _count included).
+func exportedSeries(exported map[string]bool, name string) bool {
+	if exported[name] {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && exported[base] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGrafanaDashboard checks that the dashboard is valid JSON with panels whose every query
+// names only metrics this code exports.
+func TestGrafanaDashboard(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Title  string `json:"title"`
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dashboard); err != nil {
+		t.Fatalf("the dashboard is not valid JSON: %v", err)
+	}
+	if dashboard.Title == "" || dashboard.UID == "" || len(dashboard.Panels) == 0 {
+		t.Fatalf("the dashboard lacks a title, uid or panels")
+	}
+	exported := exportedMetrics(t, root)
+	for _, panel := range dashboard.Panels {
+		if len(panel.Targets) == 0 {
+			t.Errorf("panel %q has no query", panel.Title)
+		}
+		for _, target := range panel.Targets {
+			found := metricPattern.FindAllString(target.Expr, -1)
+			if len(found) == 0 {
+				t.Errorf("panel %q: query %q names no metric of this project", panel.Title, target.Expr)
+			}
+			for _, name := range found {
+				if !exportedSeries(exported, name) {
+					t.Errorf("panel %q uses %s, which the code does not export", panel.Title, name)
+				}
+			}
+		}
 	}
 }
