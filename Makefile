@@ -1,7 +1,12 @@
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on network namespaces + local Keystone/Neutron (make demo-down stops it)
-#   make test   vet, check-generate, unit tests, integration tests against the real parts
+#   make check  vet, gofmt, the SPDX headers, the generate check (make lint: golangci-lint)
+#   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
 
@@ -41,6 +46,12 @@ build:
 install-deps:
 	hack/install-deps.sh
 
+# Packages the Helm chart (reproducibly, with helm's library) into bin/chart/, the archive a
+# release pushes to the OCI repository named in manifests/operator/extension.yaml.
+.PHONY: chart
+chart:
+	$(GO) run ./manifests/gen/cmd/package-chart bin/chart
+
 # Code generators. Add a line per generator; check-generate covers whatever they write.
 .PHONY: generate
 generate:
@@ -55,6 +66,34 @@ check-generate:
 .PHONY: vet
 vet:
 	$(GO) vet ./...
+
+# golangci-lint, built from the module proxy at a pinned version into bin/tools (cached there;
+# a new version builds a new binary).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+$(GOLANGCI_LINT):
+	@mkdir -p bin/tools
+	GOBIN=$(abspath bin/tools) GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv bin/tools/golangci-lint $@
+
+# Not yet part of `make check`: its findings on this tree are still to be worked through.
+.PHONY: lint
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: license-check
+license-check:
+	hack/license-headers.sh --check
+
+# Static checks; every step runs, the target fails if any did.
+.PHONY: check
+check:
+	@rc=0; for t in vet fmt-check license-check check-generate; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:
@@ -82,8 +121,7 @@ test-integration:
 .PHONY: test
 test:
 	@rm -f $(RESULTS)/*.summary; rc=0; \
-	$(MAKE) --no-print-directory vet || rc=1; \
-	$(MAKE) --no-print-directory check-generate || rc=1; \
+	$(MAKE) --no-print-directory check || rc=1; \
 	$(MAKE) --no-print-directory test-unit || rc=1; \
 	$(MAKE) --no-print-directory test-integration || rc=1; \
 	echo "==== summary"; \

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agent is kube-vip-agent: it runs on every control-plane node, takes part in the
 // Lease election, and while it leads holds the VIP on the node's interface and announces
 // it. It gives the VIP up the moment it stops leading, its local kube-apiserver turns

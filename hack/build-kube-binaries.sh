@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds kube-apiserver and etcd from source through the Go module proxy (nothing
 # prebuilt can be downloaded here) and caches them in bin/k8s/<version>/, the layout
 # envtest's BinaryAssetsDirectory expects. A second run builds nothing.

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Fails if `make generate` would change or add a file. Runs the generators in a copy of
 # the tree (the files git does not ignore), so the working tree is never touched.
 set -euo pipefail

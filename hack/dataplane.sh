@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # The real Neutron dataplane, layered on hack/openstack.sh's Keystone + Neutron (opt-in):
 # a private RabbitMQ, the ML2 linuxbridge agent (vxlan tenant networks, iptables security groups,
 # ebtables ARP protection) and the L3 agent (qrouter namespace: SNAT and floating-IP DNAT), both

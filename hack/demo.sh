@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot made of
 # network namespaces (test/netns), the local Keystone + Neutron (hack/openstack.sh), the
 # controller and the node agents, a SelfHostedShootExposure and a live failover. The demo
@@ -6,7 +10,7 @@
 #
 #   hack/demo.sh up                 build, start in the background, stream the progress until READY
 #   hack/demo.sh down               stop the demo (it deletes the exposure through the controller,
-#                                   stops the agents and removes its namespaces), then hack/local-env.sh down
+#                                   stops the agents and removes its namespaces), then Keystone + Neutron if up started them
 #   hack/demo.sh status             what runs
 #   hack/demo.sh neutron PATH [JQ]  GET a Neutron API path as the demo project, e.g. '/v2.0/ports'
 #
@@ -21,6 +25,8 @@ BIN=$DEMO/bin
 PIDFILE=$DEMO/demo.pid
 LOG=$DEMO/demo.log
 OS_ENV=$LOCAL/openstack/env.sh
+# Present when `up` brought Keystone + Neutron up: `down` stops them only then.
+OPENSTACK_MARKER=$DEMO/openstack-started
 PREFIX=kvd-
 METRICS_ADDRESS=127.0.0.1:18480
 READY_TIMEOUT=${DEMO_READY_TIMEOUT:-900}
@@ -112,6 +118,8 @@ up() {
   sweep_stale
   mkdir -p "$BIN"
   assets=$("$ROOT/hack/build-kube-binaries.sh")
+  mkdir -p "$DEMO"
+  if ! "$ROOT/hack/openstack.sh" status >/dev/null 2>&1; then touch "$OPENSTACK_MARKER"; fi
   "$ROOT/hack/openstack.sh" up
   log "building kube-vip-agent and the demo program"
   (cd "$ROOT" && go build -o "$BIN/kube-vip-agent" ./cmd/kube-vip-agent && go build -o "$BIN/demo" ./test/demo)
@@ -161,10 +169,15 @@ down() {
   fi
   rm -f "$PIDFILE"
   sweep_stale
+  # Only what `up` started: Keystone + Neutron if they did not run before (never the
+  # kube-apiserver of hack/local-env.sh, which the demo does not use).
   if [ "${DEMO_KEEP_ENV:-}" = 1 ]; then
     log "DEMO_KEEP_ENV=1: leaving Keystone + Neutron running"
+  elif [ -e "$OPENSTACK_MARKER" ]; then
+    "$ROOT/hack/openstack.sh" down
+    rm -f "$OPENSTACK_MARKER"
   else
-    "$ROOT/hack/local-env.sh" down
+    log "leaving Keystone + Neutron running: the demo did not start them (stop them with hack/openstack.sh down)"
   fi
 
   left=""

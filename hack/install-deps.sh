@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Installs the Debian packages the project needs for building and testing, if missing.
 #
 #   hack/install-deps.sh            everything (OpenStack servers, networking tools, make)

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # The local development environment: Keystone + Neutron (hack/openstack.sh) and a
 # kube-apiserver + etcd on loopback with the Gardener objects of a self-hosted OpenStack
 # shoot (test/framework/localenv), all in the background.

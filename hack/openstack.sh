@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # A real OpenStack Neutron (21, Debian package) and Keystone (22) on 127.0.0.1 with sqlite,
 # no agents and no message queue, provisioned like a Gardener OpenStack shoot would be.
 #

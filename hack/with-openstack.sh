@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Runs a command with the local Keystone + Neutron up: reuses them if they already run
 # (and leaves them running), else starts them and stops them afterwards, also when the
 # command fails. Exits with the command's status.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package arp announces the VIP on the LAN after a takeover: gratuitous ARP for IPv4 and
 // unsolicited neighbour advertisements for IPv6.
 //

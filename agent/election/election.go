@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package election elects one leader among the agents through a coordination.k8s.io Lease.
 //
 // It follows client-go's leader election model (a Lease, the node name as identity,

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package health decides whether this node may take the VIP (its local kube-apiserver
 // answers /readyz and its interface is up) and whether a node that holds it may keep it.
 //

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package timing holds the agent's election and VIP timings and the one rule that keeps
 // the VIP on at most one node: every moment at which this node can still hold the VIP
 // lies before the earliest moment at which any follower can take the Lease over. The

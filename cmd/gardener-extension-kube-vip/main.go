@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gardener-extension-kube-vip runs the controller of the kube-vip exposure extension:
 // it serves SelfHostedShootExposure resources of type kube-vip in a self-hosted shoot.
 package main

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kube-vip-agent holds the virtual IP of a self-hosted shoot's kube-apiserver on
 // the control-plane node that leads the Lease election. See package agent.
 package main

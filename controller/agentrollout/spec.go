@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agentrollout deploys the node agent onto the control-plane nodes of a self-hosted
 // shoot, either kube-vip-agent or upstream kube-vip (agent.implementation): its
 // ServiceAccount, the Role and RoleBinding that allow it exactly its Lease, and the

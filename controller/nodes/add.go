@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodes tracks the control-plane Nodes of a self-hosted shoot. When one appears,
 // changes its InternalIP, provider ID or control-plane label, or disappears, every
 // SelfHostedShootExposure of the extension's type is synced, so that exactly the current

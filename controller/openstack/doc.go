@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package openstack is the extension's access to OpenStack: the credentials read from the
 // cloudprovider Secret, a factory of authenticated Neutron clients that caches them per
 // credentials, an instrumented HTTP transport that counts and times every call, idempotent

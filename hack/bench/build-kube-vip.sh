@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Builds upstream kube-vip (default v1.0.0) from the Go module proxy, for the failover
 # benchmark only. The binary is cached in bin/kube-vip/<version>/kube-vip (git-ignored),
 # so a second run builds nothing. No kube-vip code enters this repository: the build

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # Makes sure keepalived (Debian package) is installed for the failover benchmark, through
 # hack/install-deps.sh (policy-rc.d guard: the package's own daemon is never started). The
 # benchmark runs its own keepalived instances inside network namespaces, each with its own

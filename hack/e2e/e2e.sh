@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+#
+# SPDX-License-Identifier: Apache-2.0
+
 # End-to-end test of the kube-vip exposure extension against a real OpenStack (devstack with
 # ML2/OVN or ML2/OVS) and a kind cluster standing in for the self-hosted shoot.
 #

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gen produces the generated manifests of the extension: the packaged Helm chart and
 // the ControllerRegistration + ControllerDeployment (with the chart embedded as rawChart)
 // derived from the operator Extension, for gardenlets and gardenadm without an OCI registry.

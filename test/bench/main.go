@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bench measures VIP failover of this project's kube-vip-agent against upstream
 // kube-vip v1.0.0 and keepalived on a LAN of network namespaces with a real 3-node
 // control plane (test/netns), then prints the controller's figures

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dataplane gives tests the real Neutron dataplane of `hack/dataplane.sh up`: the
 // external client namespace (whose only way to the nodes is a floating IP) and the "Nova step",
 // which plugs a network namespace into a Neutron port the way Nova and os-vif plug a VM: the

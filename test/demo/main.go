@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command demo is what `make demo` runs (through hack/demo.sh): the extension's whole job
 // on a laptop-sized self-hosted shoot.
 //

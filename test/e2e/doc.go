@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e runs the extension as an operator installs it on the real cluster of
 // test/nodes (kubelets and containerd in node namespaces, the DaemonSet controller of
 // kube-controller-manager): the controller is a pod from its chart, rendered through

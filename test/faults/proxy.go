@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package faults is a fault-injecting HTTP proxy in front of a Keystone and a Neutron. A
 // client authenticates through the proxy's Keystone address; the proxy rewrites the
 // network endpoint of the token's service catalog to its own Neutron address, so that every

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package framework holds the helpers that the tests under test/ share: a real
 // kube-apiserver and etcd through envtest (StartControlPlane), the Gardener objects an
 // extension expects in a self-hosted shoot (Bootstrap), the local Keystone and Neutron of

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package netns builds a small LAN out of Linux network namespaces for the tests and the
 // benchmark: a bridge in its own namespace, N node namespaces and one client namespace,
 // each attached by a veth pair, addresses from 198.18.0.0/15 and no route out of the LAN.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodes runs a self-hosted-shoot-like cluster of real nodes for the e2e tests and
 // the demo: the LAN and the control plane of test/netns (one etcd member and one
 // kube-apiserver per node namespace), and on every node its own containerd (Debian's, with

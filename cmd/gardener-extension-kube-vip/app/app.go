@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package app wires the controller manager of the kube-vip exposure extension: options,
 // manager, schemes, health checks and the controllers (SelfHostedShootExposure, Nodes,
 // heartbeat), the way gardener's own extensions are wired.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package app
 
 import (
@@ -117,12 +121,45 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+func TestAgentImageFromImageVector(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	overwrite := filepath.Join(t.TempDir(), "images_overwrite.yaml")
+	if err := os.WriteFile(overwrite, []byte("images:\n- name: kube-vip-agent\n  repository: registry.example/mirror/kube-vip-agent\n  tag: "+digest+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		overwrite string
+		args      []string
+		want      string
+	}{
+		"embedded vector":          {want: "europe-docker.pkg.dev/gardener-project/public/gardener/extensions/kube-vip-agent:v0.1.0"},
+		"overwrite with a digest":  {overwrite: overwrite, want: "registry.example/mirror/kube-vip-agent@" + digest},
+		"flag beats the overwrite": {overwrite: overwrite, args: []string{"--agent-image=a:b"}, want: "a:b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("IMAGEVECTOR_OVERWRITE", tc.overwrite)
+			opts, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if got := opts.Extension.Completed().AgentImage; got != tc.want {
+				t.Errorf("agent image = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("unreadable overwrite", func(t *testing.T) {
+		t.Setenv("IMAGEVECTOR_OVERWRITE", filepath.Join(t.TempDir(), "missing.yaml"))
+		if _, err := parse(t); err == nil || !strings.Contains(err.Error(), "image vector") {
+			t.Fatalf("error = %v, want one about the image vector", err)
+		}
+	})
+}
+
 func TestInvalid(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args []string
 		want string
 	}{
-		"no agent image":          {args: nil, want: "--agent-image"},
 		"empty type":              {args: []string{"--agent-image=a", "--extension-type="}, want: "--extension-type"},
 		"zero verify interval":    {args: []string{"--agent-image=a", "--verify-interval=0s"}, want: "--verify-interval"},
 		"unknown controller":      {args: []string{"--agent-image=a", "--disable-controllers=nope"}, want: "nope"},

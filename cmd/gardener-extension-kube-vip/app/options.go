@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package app
 
 import (
@@ -7,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gardener/gardener-extension-kube-vip/charts"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
 
@@ -36,9 +41,11 @@ const (
 type ExtensionOptions struct {
 	// Type is the SelfHostedShootExposure type this controller serves.
 	Type string
-	// AgentImage is the image of the kube-vip-agent DaemonSet.
+	// AgentImage is the image of the kube-vip-agent DaemonSet. Empty: the image vector's
+	// kube-vip-agent image (charts/images.yaml, overridable by $IMAGEVECTOR_OVERWRITE).
 	AgentImage string
-	// KubeVIPImage is the default image of the upstream kube-vip DaemonSet.
+	// KubeVIPImage is the default image of the upstream kube-vip DaemonSet. Empty: the image
+	// vector's kube-vip image.
 	KubeVIPImage string
 	// VerifyInterval: a healthy exposure is requeued after this and reads its OpenStack
 	// resources back (repairing drift); in between, an endpoints-only or unchanged
@@ -71,8 +78,8 @@ type ExtensionConfig struct {
 // AddFlags implements controllercmd.Flagger.
 func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Type, ExtensionTypeFlag, DefaultExtensionType, "The SelfHostedShootExposure type this controller serves.")
-	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (required).")
-	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip (they may set agent.image instead).")
+	fs.StringVar(&o.AgentImage, AgentImageFlag, "", "Image of the kube-vip-agent DaemonSet deployed on the control-plane nodes (default: the image vector's "+charts.ImageNameAgent+" image).")
+	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip that set no agent.image (default: the image vector's "+charts.ImageNameKubeVip+" image).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller), lease (the Lease only, for a controller that cannot reach the node network), or off (not checked; only for tests of the controller that run no agent).")
 }
@@ -83,8 +90,21 @@ func (o *ExtensionOptions) Complete() error {
 	if o.Type == "" {
 		errs = append(errs, fmt.Errorf("--%s must not be empty", ExtensionTypeFlag))
 	}
-	if o.AgentImage == "" {
-		errs = append(errs, fmt.Errorf("--%s must be set", AgentImageFlag))
+	agentImage := o.AgentImage
+	if agentImage == "" {
+		image, err := charts.FindImage(charts.ImageNameAgent)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s is not set and the image vector has no agent image: %w", AgentImageFlag, err))
+		}
+		agentImage = image
+	}
+	kubeVIPImage := o.KubeVIPImage
+	if kubeVIPImage == "" {
+		image, err := charts.FindImage(charts.ImageNameKubeVip)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s is not set and the image vector has no kube-vip image: %w", KubeVIPImageFlag, err))
+		}
+		kubeVIPImage = image
 	}
 	if o.VerifyInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--%s must be positive, got %s", VerifyIntervalFlag, o.VerifyInterval))
@@ -97,7 +117,7 @@ func (o *ExtensionOptions) Complete() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: o.AgentImage, KubeVIPImage: o.KubeVIPImage, VerifyInterval: o.VerifyInterval, FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe)}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: agentImage, KubeVIPImage: kubeVIPImage, VerifyInterval: o.VerifyInterval, FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe)}
 	return nil
 }
 

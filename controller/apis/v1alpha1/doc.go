@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 holds the provider-specific API of the kube-vip exposure extension:
 // ExposureConfig, read from the SelfHostedShootExposure's providerConfig (or the shoot's
 // control-plane exposure), and ExposureStatus, written to its status.providerStatus.

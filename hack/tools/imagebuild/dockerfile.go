@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package imagebuild builds the project's container images without Docker or a registry:
 // it reads the final stage of a Dockerfile, lays the project's locally built binaries onto
 // a stand-in for the distroless base, and writes a docker-archive tarball that

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command testsummary reads `go test -json` on stdin, prints what a reader needs (package
 // results, the output of failed tests, skip reasons) and a last line
 // "<tier>: N passed, M failed, K skipped", and exits non-zero if anything failed. Tests

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command controller measures the exposure controller against the real Keystone and
 // Neutron of hack/openstack.sh and a kube-apiserver (envtest): OpenStack calls and wall
 // time for create-to-ingress (3 control-plane nodes), a forced steady-state verification,

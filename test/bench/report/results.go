@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package report holds the benchmark's results and renders them: the text tables, the
 // JSON file and the failover timeline plot.
 package report

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runner runs the failover benchmark on the netns harness: it deploys a system
 // under test on every node, waits for a stable VIP holder, injects the faults of the
 // scenarios into the leader, and measures the client-observed outage, the time the VIP

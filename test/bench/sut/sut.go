@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sut describes the systems under test of the failover benchmark: this project's
 // kube-vip-agent, upstream kube-vip in ARP control-plane mode and keepalived as the kubeadm
 // HA guide sets it up. Each system turns a node's facts into the command line, environment

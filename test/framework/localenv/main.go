@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command localenv runs the local development environment's Kubernetes side: etcd and
 // kube-apiserver on loopback (envtest) with Gardener's CRDs and the Gardener objects of a
 // self-hosted OpenStack shoot, whose OpenStack IDs come from hack/openstack.sh's env file.

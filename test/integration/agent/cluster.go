@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agent holds the integration tests of kube-vip-agent: the real binary on the
 // nodes of a test/netns harness with a real etcd cluster and kube-apiservers. Cluster, the
 // helper they use, is exported for the other test packages that run the agent.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package agentrollout_test runs the agent rollout against a real kube-apiserver (envtest
 // with the binaries from hack/build-kube-binaries.sh): the objects pass the apiserver's own
 // validation and defaulting, RBAC is checked by the apiserver's authorizer, and deletion

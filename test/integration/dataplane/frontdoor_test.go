@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dataplane_test walks the front door through the real Neutron dataplane of
 // `hack/dataplane.sh up`: external client -> floating IP -> qrouter DNAT -> VIP on a node whose
 // NIC is a Neutron port with port security.

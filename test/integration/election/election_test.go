@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package election_test runs the agent's Lease election against a real kube-apiserver:
 // several candidates in one process, each with its own client that the test can cut off
 // (a crash or a partition, as the API server sees it).

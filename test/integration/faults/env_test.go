@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package faults drives the real controller against the local Keystone and Neutron
 // through the fault-injecting proxy of test/faults, and counts what is left in Neutron.
 package faults_test

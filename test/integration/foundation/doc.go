@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package foundation checks the real parts that every other integration test builds on:
 // kube-apiserver and etcd with Gardener's CRDs, the Gardener objects of test/framework,
 // Keystone and Neutron of hack/openstack.sh, and network namespaces.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package harness_test is the quick smoke of the network-namespace harness with the real
 // agent: one graceful handover, measured by the client's prober.
 package harness_test

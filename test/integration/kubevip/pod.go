@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubevip runs upstream kube-vip as this extension deploys it, on the nodes of a
 // test/netns harness: the binary built from the module proxy
 // (hack/bench/build-kube-vip.sh) is started with the command, environment and

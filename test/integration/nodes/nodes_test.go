@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodes_test runs the node tracking controller against a real kube-apiserver with
 // Gardener's SelfHostedShootExposure CRD, in a controller-runtime manager; only the
 // PairSyncer is replaced by a recorder.

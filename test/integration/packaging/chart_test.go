@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 package packaging
 
 import (
@@ -189,7 +193,7 @@ func TestChart(t *testing.T) {
 			t.Fatalf("rendering: %v", err)
 		}
 		r := toObjects(t, chart)
-		want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "PriorityClass", "Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
+		want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
 		if got := r.kinds(); !slices.Equal(got, want) {
 			t.Errorf("kinds = %v, want %v", got, want)
 		}
@@ -205,6 +209,48 @@ func TestChart(t *testing.T) {
 		}
 		if sc := d.Spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 			t.Error("controller pod does not run as non-root")
+		}
+		// Gardener's conventions for extension controllers: its PriorityClass, and the label by
+		// which gardener-resource-manager's high-availability webhook spreads the replicas.
+		if got := d.Spec.Template.Spec.PriorityClassName; got != "gardener-system-900" {
+			t.Errorf("priorityClassName = %q, want gardener-system-900", got)
+		}
+		if got := d.Spec.Template.Labels["high-availability-config.resources.gardener.cloud/type"]; got != "controller" {
+			t.Errorf("high-availability-config type label = %q, want controller", got)
+		}
+		// The agent image comes from the controller's embedded image vector.
+		if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--agent-image") }) {
+			t.Errorf("args %v set --agent-image without values.agentImage", args)
+		}
+		dryRunAll(ctx, t, cp.Client, r)
+	})
+
+	t.Run("agent image and image vector overwrite", func(t *testing.T) {
+		overwrite := "images:\n- name: kube-vip-agent\n  repository: registry.example/mirror/kube-vip-agent\n  tag: v1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+		chart, err := renderDir(t, renderer, chartDir, map[string]any{
+			"agentImage":           map[string]any{"repository": "registry.example/kube-vip-agent", "tag": "v2"},
+			"imageVectorOverwrite": overwrite,
+		})
+		if err != nil {
+			t.Fatalf("rendering: %v", err)
+		}
+		r := toObjects(t, chart)
+		d := deploymentOf(t, r)
+		if args := checkArgsParse(t, d); !slices.Contains(args, "--agent-image=registry.example/kube-vip-agent:v2") {
+			t.Errorf("args %v miss --agent-image from values.agentImage", args)
+		}
+		cm := r.find("ConfigMap", releaseNamespace, controllerName+"-imagevector-overwrite")
+		if cm == nil {
+			t.Fatal("imageVectorOverwrite renders no ConfigMap")
+		}
+		if got, _, _ := unstructured.NestedString(cm.Object, "data", "images_overwrite.yaml"); got != overwrite {
+			t.Errorf("ConfigMap data = %q, want %q", got, overwrite)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "IMAGEVECTOR_OVERWRITE" && e.Value == "/charts_overwrite/images_overwrite.yaml"
+		}) || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/charts_overwrite/" }) {
+			t.Errorf("container env %v / mounts %v do not point IMAGEVECTOR_OVERWRITE at the ConfigMap", c.Env, c.VolumeMounts)
 		}
 		dryRunAll(ctx, t, cp.Client, r)
 	})
@@ -417,7 +463,6 @@ func runControllerAsServiceAccount(ctx context.Context, t *testing.T, cp *framew
 	cmd := app.NewControllerManagerCommand(runCtx)
 	cmd.SetArgs([]string{
 		"--kubeconfig=" + kubeconfigPath,
-		"--agent-image=registry.example/kube-vip-agent:v1",
 		"--leader-election-namespace=" + releaseNamespace,
 		"--heartbeat-namespace=" + releaseNamespace,
 		"--heartbeat-renew-interval-seconds=5",

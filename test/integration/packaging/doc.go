@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package packaging tests the extension's packaging: the Helm chart rendered through
 // gardener's chart renderer and applied to a real kube-apiserver (server-side dry run, and
 // for real to check its RBAC by impersonating the controller), the registration manifests

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vip_test checks the agent's VIP handling against the real kernel, inside a
 // network namespace of its own: the address shape, the kernel lifetime that removes the
 // VIP when nobody refreshes it, interface detection and link watching.

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // Command generate-registration writes manifests/gardenlet/controller-registration.yaml: the
 // ControllerRegistration and ControllerDeployment (chart embedded as rawChart) derived from
 // the operator Extension. Run it from the repository root (`make generate` does).

@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // imagebuild builds the controller, agent and sandbox images from the project's sources
 // without Docker or a registry and writes one docker-archive tarball per image, ready for
 // `ctr -n k8s.io images import`.

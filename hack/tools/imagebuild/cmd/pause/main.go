@@ -1,3 +1,7 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
 // pause is the sandbox process of the nodes' pods: it holds the pod's namespaces and
 // sleeps until the kubelet stops the sandbox with SIGTERM (or SIGINT).
 package main
