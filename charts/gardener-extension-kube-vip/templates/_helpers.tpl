@@ -36,3 +36,12 @@ kube-system
 {{- define "agentName" -}}
 kube-vip-agent
 {{- end -}}
+
+{{- /* The objects and the Lease of upstream kube-vip (agent.implementation kube-vip). */ -}}
+{{- define "kubeVIPName" -}}
+kube-vip
+{{- end -}}
+
+{{- define "kubeVIPLeaseName" -}}
+kube-vip-cp
+{{- end -}}

@@ -71,6 +71,13 @@ var mustAllow = []access{
 	{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LeaseName},
 	{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LeaseName},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: releaseNamespace, name: "gardener-extension-heartbeat"},
+	// Upstream kube-vip's objects (agent.implementation kube-vip).
+	{verb: "patch", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.KubeVIPName},
+	{verb: "delete", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.KubeVIPName},
+	{verb: "patch", resource: "serviceaccounts", namespace: kubeSystem, name: agentrollout.KubeVIPName},
+	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.KubeVIPName},
+	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: agentrollout.KubeVIPName},
+	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.KubeVIPLeaseName},
 }
 
 // rbacCannotDeny is what the controller needs and RBAC cannot narrow: a create carries no
@@ -232,6 +239,54 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 			{verb: "get", resource: "secrets", namespace: kubeSystem, name: "cloudprovider"},
 			{verb: "list", resource: "secrets", namespace: kubeSystem},
 		})
+	})
+	t.Run("released into the served namespace, leader election is still allowed", func(t *testing.T) {
+		// One Role there, not two of the same name (the second replaced the first, and the
+		// controller could not read its leader-election Lease).
+		archive, err := gen.PackageChart(chartDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chart, err := renderer.RenderArchive(archive, releaseName, kubeSystem, map[string]any{})
+		if err != nil {
+			t.Fatalf("rendering: %v", err)
+		}
+		for _, obj := range toObjects(t, chart).objects {
+			switch obj.GetKind() {
+			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			default:
+				continue
+			}
+			_ = cp.Client.Delete(ctx, obj.DeepCopy())
+			if err := cp.Client.Create(ctx, obj); err != nil {
+				t.Fatalf("installing %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+			}
+		}
+		user := "system:serviceaccount:" + kubeSystem + ":" + controllerName
+		for _, a := range []access{
+			{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "kube-vip-leader-election"},
+			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem},
+			{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "gardener-extension-heartbeat"},
+			{verb: "patch", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.Name},
+			{verb: "get", resource: "secrets", namespace: kubeSystem, name: "cloudprovider"},
+		} {
+			reviews++
+			sar, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:   user,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + kubeSystem, "system:authenticated"},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace, Name: a.name,
+					},
+				},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("SubjectAccessReview %s: %v", a, err)
+			}
+			if !sar.Status.Allowed {
+				t.Errorf("%s: denied, want allowed", a)
+			}
+		}
 	})
 	t.Logf("%d SubjectAccessReviews", reviews)
 }
