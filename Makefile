@@ -25,7 +25,10 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 # parallel port creates took 25 s on a busy 2-core machine, against ~0.2 s each alone),
 # and the failover tests measure sub-second timings on the same two cores. One package
 # at a time keeps both the Neutron latency and the timings honest.
-INTEGRATION_PKGS = ./test/...
+INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v /test/integration/dataplane)
+# The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents): its own
+# step, because hack/dataplane.sh restarts Neutron with the agents and removes them again.
+DATAPLANE_PKGS = ./test/integration/dataplane/...
 UNIT_TIMEOUT ?= 10m
 INTEGRATION_TIMEOUT ?= 40m
 TEST_FLAGS ?=
@@ -117,6 +120,23 @@ test-integration:
 	hack/with-openstack.sh bash -c 'set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(INTEGRATION_PKGS) \
 	  | bin/testsummary -tier integration -tooling $(TOOLING_DIRS) -raw $(RESULTS)/integration.json -summary-file $(RESULTS)/integration.summary'
 
+# The dataplane tier: hack/dataplane.sh up (Keystone + Neutron with RabbitMQ, the linuxbridge
+# and L3 agents, a router, an external client namespace), the tests, then down (also on
+# failure; it stops Keystone + Neutron too).
+.PHONY: test-dataplane
+test-dataplane:
+	@mkdir -p $(RESULTS)
+	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
+	@hack/install-deps.sh
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); rc=0; \
+	hack/dataplane.sh up || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+	  set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(DATAPLANE_PKGS) \
+	    | bin/testsummary -tier dataplane -tooling $(TOOLING_DIRS) -raw $(RESULTS)/dataplane.json -summary-file $(RESULTS)/dataplane.summary || rc=$$?; \
+	fi; \
+	hack/dataplane.sh down || rc=1; \
+	exit $$rc
+
 # Runs every tier even if an earlier one fails, then prints the tiers' summaries.
 .PHONY: test
 test:
@@ -124,10 +144,11 @@ test:
 	$(MAKE) --no-print-directory check || rc=1; \
 	$(MAKE) --no-print-directory test-unit || rc=1; \
 	$(MAKE) --no-print-directory test-integration || rc=1; \
+	$(MAKE) --no-print-directory test-dataplane || rc=1; \
 	echo "==== summary"; \
-	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary 2>/dev/null || true; \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null || true; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
-	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary 2>/dev/null \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null \
 	  | awk -v rc=$$rc 'function n(k,  i) { for (i = 2; i <= NF; i++) if ($$i ~ "^" k) return $$(i-1); return 0 } \
 	      { c = ($$2 == "tooling:") ? "t" : "p"; P[c] += n("passed"); F[c] += n("failed"); S[c] += n("skipped") } \
 	      END { printf "product: %d passed, %d failed, %d skipped\n", P["p"], F["p"], S["p"]; \
