@@ -435,6 +435,10 @@ write_env() {
 # Written by hack/openstack.sh up: the local Keystone + Neutron and what is provisioned in them.
 export OS_AUTH_URL=$KEYSTONE_URL/v3
 export OS_REGION_NAME=RegionOne
+# The local cloud's admin, for tests that need what only an admin may (a second external network).
+export OS_ADMIN_USERNAME=admin
+export OS_ADMIN_PASSWORD=$ADMIN_PASSWORD
+export OS_ADMIN_PROJECT_NAME=admin
 export OS_DOMAIN_NAME=Default
 export OS_PROJECT_NAME=demo
 export OS_PROJECT_ID=$DEMO_PROJECT_ID

@@ -44,6 +44,11 @@ type OpenStackEnv struct {
 	// NodePortIDs and NodeIPs are the control-plane machines' ports, in the same order.
 	NodePortIDs []string
 	NodeIPs     []string
+	// AdminUsername, AdminPassword and AdminProjectName are the local cloud's admin
+	// (optional: empty in an env file without them).
+	AdminUsername    string
+	AdminPassword    string
+	AdminProjectName string
 }
 
 // NodeSubnetCIDR is the CIDR of the node subnet that hack/openstack.sh provisions.
@@ -115,6 +120,9 @@ func LoadOpenStackEnv(path string) (OpenStackEnv, error) {
 		SecurityGroupID:             get("SECURITY_GROUP_ID"),
 		NodePortIDs:                 strings.Fields(get("NODE_PORT_IDS")),
 		NodeIPs:                     strings.Fields(get("NODE_IPS")),
+		AdminUsername:               vars["OS_ADMIN_USERNAME"],
+		AdminPassword:               vars["OS_ADMIN_PASSWORD"],
+		AdminProjectName:            vars["OS_ADMIN_PROJECT_NAME"],
 	}
 	if len(missing) > 0 {
 		return OpenStackEnv{}, fmt.Errorf("%s lacks %s", path, strings.Join(missing, ", "))
