@@ -196,8 +196,18 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 	if err != nil {
 		return fmt.Errorf("reading the network namespace: %w", err)
 	}
+	// Naming a namespace makes the library setns(2) into it, which needs CAP_SYS_ADMIN: the
+	// agent's pod has only NET_ADMIN and NET_RAW. Name it only when the calling thread is not
+	// in the process's namespace (in-process tests); every thread of the agent is.
+	target := &ns
+	if process, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
+		if process.Equal(ns) {
+			target = nil
+		}
+		_ = process.Close()
+	}
 	force := true
-	updates, stop, lastErr, err := subscribeLinks(ns, w.ReceiveBuffer, &force)
+	updates, stop, lastErr, err := subscribeLinks(target, w.ReceiveBuffer, &force)
 	if err != nil {
 		_ = ns.Close()
 		return fmt.Errorf("subscribing to link updates: %w", err)
@@ -252,7 +262,7 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 					return
 				case <-time.After(linkResubscribeDelay):
 				}
-				if updates, stop, lastErr, err = subscribeLinks(ns, w.ReceiveBuffer, &force); err == nil {
+				if updates, stop, lastErr, err = subscribeLinks(target, w.ReceiveBuffer, &force); err == nil {
 					break
 				}
 				if w.OnRestart != nil {
@@ -265,16 +275,17 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 }
 
 // subscribeLinks subscribes to the link messages of the namespace and asks for a dump of
-// the existing links, so that the first messages give the current state. The channel is
+// the existing links, so that the first messages give the current state; ns, if not nil,
+// names the namespace (see WatchLink). The channel is
 // closed when the subscription ends; closing stop releases its socket. lastErr holds the
 // last error the subscription reported. force says whether to force the buffer size past
 // net.core.rmem_max; it is cleared for good when that is not permitted.
-func subscribeLinks(ns netns.NsHandle, buffer int, force *bool) (<-chan netlink.LinkUpdate, chan struct{}, *lastError, error) {
+func subscribeLinks(ns *netns.NsHandle, buffer int, force *bool) (<-chan netlink.LinkUpdate, chan struct{}, *lastError, error) {
 	updates := make(chan netlink.LinkUpdate, 64)
 	stop := make(chan struct{})
 	lastErr := &lastError{}
 	opts := netlink.LinkSubscribeOptions{
-		Namespace: &ns, ErrorCallback: lastErr.set, ListExisting: true,
+		Namespace: ns, ErrorCallback: lastErr.set, ListExisting: true,
 		ReceiveBufferSize: buffer, ReceiveBufferForceSize: *force,
 	}
 	err := netlink.LinkSubscribeWithOptions(updates, stop, opts)

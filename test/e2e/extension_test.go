@@ -22,6 +22,7 @@ import (
 	"github.com/gardener/gardener/pkg/chartrenderer"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,6 +168,13 @@ func installChart(ctx context.Context, cl client.Client, agentImage string) erro
 	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", releaseNamespace, err)
 	}
+	// The chart's pods use Gardener's PriorityClass, which gardenadm creates on a self-hosted
+	// shoot before any extension (Gardener's value for gardener-system-900).
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "gardener-system-900"}, Value: 999998900,
+		Description: "PriorityClass for Gardener system components (as gardenadm creates it)"}
+	if err := cl.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
+	}
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(chart.Manifest())), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
@@ -272,7 +280,7 @@ func exposed(t *testing.T, ctx context.Context) *extensionsv1alpha1.SelfHostedSh
 		return lo != nil && lo.State == "Succeeded" && last.Status.ObservedGeneration == last.Generation && len(last.Status.Ingress) > 0, nil
 	})
 	if err != nil {
-		t.Fatalf("the exposure did not succeed: %v; last operation %+v; controller log:\n%s", err, last.Status.LastOperation, controllerLog(ctx))
+		t.Fatalf("the exposure did not succeed: %v; last operation %+v; controller log:\n%s\nagents:\n%s", err, last.Status.LastOperation, controllerLog(ctx), agentsReport(ctx))
 	}
 	return &last
 }
@@ -288,6 +296,25 @@ func controllerLog(ctx context.Context) string {
 		return fmt.Sprintf("(log of %s: %v)", pods.Items[0].Name, err)
 	}
 	return log
+}
+
+// agentsReport is each agent pod's phase and the end of its log, for failure messages.
+func agentsReport(ctx context.Context) string {
+	pods, err := cluster.Client().CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Sprintf("(no agent pods: %v)", err)
+	}
+	var b strings.Builder
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		fmt.Fprintf(&b, "%s on %s: %s %v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+		log, err := cluster.ContainerLog(p, p.Spec.Containers[0].Name, 2<<10)
+		if err != nil {
+			log = fmt.Sprintf("(log: %v)", err)
+		}
+		b.WriteString(log + "\n")
+	}
+	return b.String()
 }
 
 // taggedPorts are the Neutron ports of this cluster's identity.
