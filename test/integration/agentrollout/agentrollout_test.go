@@ -123,7 +123,7 @@ func TestDeployCreatesObjectsTheAPIServerAccepts(t *testing.T) {
 		!ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) || ptr.Deref(sc.Privileged, true) {
 		t.Errorf("security context = %+v", sc)
 	}
-	if ctr.Resources.Requests.Cpu().String() != "10m" || ctr.Resources.Requests.Memory().String() != "32Mi" || ctr.Resources.Limits.Memory().String() != "64Mi" {
+	if ctr.Resources.Requests.Cpu().String() != "100m" || !ctr.Resources.Limits.Cpu().IsZero() || ctr.Resources.Requests.Memory().String() != "32Mi" || ctr.Resources.Limits.Memory().String() != "64Mi" {
 		t.Errorf("resources = %+v", ctr.Resources)
 	}
 	for _, want := range []string{"--vip=" + vip, "--apiserver-url=https://127.0.0.1:443", "--metrics-address=127.0.0.1:9482", "--lease-namespace=kube-system"} {
@@ -131,7 +131,9 @@ func TestDeployCreatesObjectsTheAPIServerAccepts(t *testing.T) {
 			t.Errorf("args %q lack %q", ctr.Args, want)
 		}
 	}
-	if len(ctr.Env) != 1 || ctr.Env[0].Name != "KUBE_VIP_NODE_NAME" || ctr.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+	// The node name from the downward API, and a Go memory limit under the container's.
+	if len(ctr.Env) != 2 || ctr.Env[0].Name != "KUBE_VIP_NODE_NAME" || ctr.Env[0].ValueFrom == nil || ctr.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
+		ctr.Env[1].Name != "GOMEMLIMIT" || ctr.Env[1].Value != "48MiB" {
 		t.Errorf("env = %+v", ctr.Env)
 	}
 	for name, p := range map[string]*corev1.Probe{"/healthz": ctr.LivenessProbe, "/readyz": ctr.ReadinessProbe} {
