@@ -21,6 +21,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	operatorv1alpha1 "github.com/gardener/gardener/pkg/apis/operator/v1alpha1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -51,6 +52,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 		operatorv1alpha1.AddToScheme,
 		extensionsv1alpha1.AddToScheme,
 		kubevipv1alpha1.AddToScheme,
+		monitoringv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
@@ -195,6 +197,8 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 						t.Errorf("%s: credentials Secret misses %q", rel, key)
 					}
 				}
+			case *monitoringv1.PrometheusRule:
+				kinds["PrometheusRule"]++ // its content: TestPrometheusRule
 			default:
 				t.Errorf("%s: unexpected %T", rel, obj)
 			}

@@ -40,6 +40,14 @@ func exportedMetrics(t *testing.T, root string) map[string]bool {
 	if len(names) == 0 {
 		t.Fatal("found no agent metric in agent/metrics.go")
 	}
+	// The controller's Lease metrics (controller/exposure/leasemetrics.go), read per scrape.
+	lease, err := os.ReadFile(filepath.Join(root, "controller", "exposure", "leasemetrics.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`prometheus\.NewDesc\("(kube_vip_[a-z_]+)"`).FindAllSubmatch(lease, -1) {
+		names[string(m[1])] = true
+	}
 	names[openstack.MetricRequestsTotal] = true
 	names[openstack.MetricRequestDuration] = true
 
