@@ -161,9 +161,14 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 		t.Fatal(err)
 	}
 	chartDir := filepath.Join(root, gen.ChartDir)
-	install := func(t *testing.T, values map[string]any) {
+	// install applies the chart's RBAC as released into namespace.
+	install := func(t *testing.T, namespace string, values map[string]any) {
 		t.Helper()
-		chart, err := renderDir(t, renderer, chartDir, values)
+		archive, err := gen.PackageChart(chartDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chart, err := renderer.RenderArchive(archive, releaseName, namespace, values)
 		if err != nil {
 			t.Fatalf("rendering: %v", err)
 		}
@@ -180,13 +185,14 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 		}
 	}
 	reviews := 0
-	review := func(t *testing.T, a access) bool {
+	// reviewAs asks whether the controller's ServiceAccount, released into namespace, may do a.
+	reviewAs := func(t *testing.T, namespace string, a access) bool {
 		t.Helper()
 		reviews++
 		sar, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   controllerUser,
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"},
+				User:   "system:serviceaccount:" + namespace + ":" + controllerName,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
 					Namespace: a.namespace, Name: a.name,
@@ -198,6 +204,7 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 		}
 		return sar.Status.Allowed
 	}
+	review := func(t *testing.T, a access) bool { t.Helper(); return reviewAs(t, releaseNamespace, a) }
 	expect := func(t *testing.T, want bool, list []access) {
 		t.Helper()
 		for _, a := range list {
@@ -207,7 +214,7 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 		}
 	}
 
-	install(t, map[string]any{})
+	install(t, releaseNamespace, map[string]any{})
 	t.Run("allows what the controller does", func(t *testing.T) { expect(t, true, mustAllow) })
 	t.Run("allows create by any name, which RBAC cannot narrow", func(t *testing.T) { expect(t, true, rbacCannotDeny) })
 	t.Run("denies everything else", func(t *testing.T) { expect(t, false, mustDeny) })
@@ -230,7 +237,7 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 		}
 	})
 	t.Run("credentials.secretNames replaces the readable Secrets", func(t *testing.T) {
-		install(t, map[string]any{"credentials": map[string]any{"secretNames": []any{"openstack-a", "openstack-b"}}})
+		install(t, releaseNamespace, map[string]any{"credentials": map[string]any{"secretNames": []any{"openstack-a", "openstack-b"}}})
 		expect(t, true, []access{
 			{verb: "get", resource: "secrets", namespace: kubeSystem, name: "openstack-a"},
 			{verb: "get", resource: "secrets", namespace: kubeSystem, name: "openstack-b"},
@@ -243,26 +250,7 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 	t.Run("released into the served namespace, leader election is still allowed", func(t *testing.T) {
 		// One Role there, not two of the same name (the second replaced the first, and the
 		// controller could not read its leader-election Lease).
-		archive, err := gen.PackageChart(chartDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		chart, err := renderer.RenderArchive(archive, releaseName, kubeSystem, map[string]any{})
-		if err != nil {
-			t.Fatalf("rendering: %v", err)
-		}
-		for _, obj := range toObjects(t, chart).objects {
-			switch obj.GetKind() {
-			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			default:
-				continue
-			}
-			_ = cp.Client.Delete(ctx, obj.DeepCopy())
-			if err := cp.Client.Create(ctx, obj); err != nil {
-				t.Fatalf("installing %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
-			}
-		}
-		user := "system:serviceaccount:" + kubeSystem + ":" + controllerName
+		install(t, kubeSystem, map[string]any{})
 		for _, a := range []access{
 			{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "kube-vip-leader-election"},
 			{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem},
@@ -270,20 +258,7 @@ func TestRBACSubjectAccessReviews(t *testing.T) {
 			{verb: "patch", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.Name},
 			{verb: "get", resource: "secrets", namespace: kubeSystem, name: "cloudprovider"},
 		} {
-			reviews++
-			sar, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{
-					User:   user,
-					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + kubeSystem, "system:authenticated"},
-					ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace, Name: a.name,
-					},
-				},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("SubjectAccessReview %s: %v", a, err)
-			}
-			if !sar.Status.Allowed {
+			if !reviewAs(t, kubeSystem, a) {
 				t.Errorf("%s: denied, want allowed", a)
 			}
 		}
