@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
 // EnvFileVariable overrides where OpenStack reads the environment file.
@@ -214,4 +216,29 @@ func (e OpenStackEnv) BootstrapOptions(creds Credentials) BootstrapOptions {
 		o.ApplicationCredentialID, o.ApplicationCredentialSecret = e.ApplicationCredentialID, e.ApplicationCredentialSecret
 	}
 	return o
+}
+
+// Network authenticates the tests' own Neutron client as the project's member, straight
+// to the local Keystone and Neutron: not through a test proxy, and not counted by the
+// metrics of the controller under test.
+func (e OpenStackEnv) Network(ctx context.Context) (*openstack.Network, error) {
+	return e.network(ctx, &openstack.Credentials{DomainName: e.DomainName, TenantName: e.ProjectName, Username: e.Username, Password: e.Password})
+}
+
+// AdminNetwork authenticates a Neutron client as the local cloud's admin. It fails when
+// the env file names no admin (an env file written before hack/openstack.sh exported it).
+func (e OpenStackEnv) AdminNetwork(ctx context.Context) (*openstack.Network, error) {
+	if e.AdminPassword == "" {
+		return nil, fmt.Errorf("the OpenStack env file names no admin (OS_ADMIN_PASSWORD); restart it with hack/openstack.sh up")
+	}
+	return e.network(ctx, &openstack.Credentials{DomainName: e.DomainName, TenantName: e.AdminProjectName, Username: e.AdminUsername, Password: e.AdminPassword})
+}
+
+func (e OpenStackEnv) network(ctx context.Context, creds *openstack.Credentials) (*openstack.Network, error) {
+	factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
+	n, err := factory.Network(ctx, openstack.AuthConfig{Credentials: creds, AuthURL: e.AuthURL, Region: e.Region})
+	if err != nil {
+		return nil, fmt.Errorf("authenticating the tests' Neutron client as %s: %w", creds.Username, err)
+	}
+	return n, nil
 }

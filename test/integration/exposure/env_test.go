@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +44,7 @@ const (
 	testTag = "kube-vip-exposure-test"
 )
 
-var (
-	setupOnce sync.Once
-	shared    *sharedEnv
-	setupErr  error
-	stopAll   []func()
-)
+var suite framework.Suite[*sharedEnv]
 
 // sharedEnv is one kube-apiserver for the whole package and the local OpenStack.
 type sharedEnv struct {
@@ -60,43 +54,28 @@ type sharedEnv struct {
 	neutron *openstack.Network
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for i := len(stopAll) - 1; i >= 0; i-- {
-		stopAll[i]()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func env(t *testing.T) *sharedEnv {
 	t.Helper()
 	osEnv := framework.OpenStack(t)
-	setupOnce.Do(func() {
+	return suite.Get(t, func(s *framework.Suite[*sharedEnv]) (*sharedEnv, error) {
 		cp, err := framework.NewControlPlane()
 		if err != nil {
-			setupErr = fmt.Errorf("starting kube-apiserver and etcd: %w", err)
-			return
+			return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 		}
-		stopAll = append(stopAll, func() { _ = cp.Stop() })
+		s.Defer(func() { _ = cp.Stop() })
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := framework.Bootstrap(ctx, cp.Client, osEnv.BootstrapOptions(framework.ApplicationCredential)); err != nil {
-			setupErr = fmt.Errorf("bootstrapping Gardener objects: %w", err)
-			return
+			return nil, fmt.Errorf("bootstrapping Gardener objects: %w", err)
 		}
-		factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
-		creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
-		neutron, err := factory.Network(ctx, openstack.AuthConfig{Credentials: creds, AuthURL: osEnv.AuthURL, Region: osEnv.Region})
+		neutron, err := osEnv.Network(ctx)
 		if err != nil {
-			setupErr = fmt.Errorf("authenticating the test client: %w", err)
-			return
+			return nil, err
 		}
-		shared = &sharedEnv{cp: cp, os: osEnv, neutron: neutron}
+		return &sharedEnv{cp: cp, os: osEnv, neutron: neutron}, nil
 	})
-	if setupErr != nil {
-		t.Fatal(setupErr)
-	}
-	return shared
 }
 
 // controllerUnderTest is a manager with the exposure controller, its own metrics, client

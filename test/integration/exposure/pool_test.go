@@ -19,7 +19,6 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
-	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
@@ -30,13 +29,9 @@ func secondExternalNetwork(t *testing.T, ctx context.Context, e *sharedEnv) (id,
 	if e.os.AdminPassword == "" {
 		framework.Unavailable(t, "the OpenStack env file names no admin (OS_ADMIN_PASSWORD); restart it with hack/openstack.sh up")
 	}
-	factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
-	admin, err := factory.Network(ctx, openstack.AuthConfig{
-		Credentials: &openstack.Credentials{DomainName: e.os.DomainName, TenantName: e.os.AdminProjectName, Username: e.os.AdminUsername, Password: e.os.AdminPassword},
-		AuthURL:     e.os.AuthURL, Region: e.os.Region,
-	})
+	admin, err := e.os.AdminNetwork(ctx)
 	if err != nil {
-		t.Fatalf("authenticating as admin: %v", err)
+		t.Fatal(err)
 	}
 	name = "pool-b-" + rand.String(5)
 	up := true

@@ -42,7 +42,7 @@ func controllerBinary(t *testing.T) string {
 			binaryErr = err
 			return
 		}
-		stopAll = append(stopAll, func() { _ = os.RemoveAll(dir) })
+		suite.Defer(func() { _ = os.RemoveAll(dir) })
 		binaryPath = filepath.Join(dir, "gardener-extension-kube-vip")
 		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/gardener-extension-kube-vip")
 		cmd.Dir = root

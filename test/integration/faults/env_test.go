@@ -52,12 +52,7 @@ const (
 	converge = 60 * time.Second
 )
 
-var (
-	setupOnce sync.Once
-	shared    *sharedEnv
-	setupErr  error
-	stopAll   []func()
-)
+var suite framework.Suite[*sharedEnv]
 
 type sharedEnv struct {
 	cp    *framework.ControlPlane
@@ -75,35 +70,25 @@ type nodeFixture struct {
 // foreignPair is a pair on the first node port that the extension must keep.
 const foreignPair = "10.250.0.0/16"
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for i := len(stopAll) - 1; i >= 0; i-- {
-		stopAll[i]()
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func env(t *testing.T) *sharedEnv {
 	t.Helper()
 	osEnv := framework.OpenStack(t)
-	setupOnce.Do(func() { shared, setupErr = setup(osEnv) })
-	if setupErr != nil {
-		t.Fatal(setupErr)
-	}
-	return shared
+	return suite.Get(t, func(s *framework.Suite[*sharedEnv]) (*sharedEnv, error) { return setup(s, osEnv) })
 }
 
-func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
+func setup(s *framework.Suite[*sharedEnv], osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 	proxy, err := faults.New(osEnv.AuthURL, osEnv.NeutronURL)
 	if err != nil {
 		return nil, err
 	}
-	stopAll = append(stopAll, proxy.Close)
+	s.Defer(proxy.Close)
 	cp, err := framework.NewControlPlane()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	stopAll = append(stopAll, func() { _ = cp.Stop() })
+	s.Defer(func() { _ = cp.Stop() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	opts := osEnv.BootstrapOptions(framework.Password)
@@ -111,11 +96,9 @@ func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 	if err := framework.Bootstrap(ctx, cp.Client, opts); err != nil {
 		return nil, fmt.Errorf("bootstrapping Gardener objects: %w", err)
 	}
-	factory := openstack.NewClientFactory(openstack.FactoryOptions{})
-	creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
-	neutron, err := factory.Network(ctx, openstack.AuthConfig{Credentials: creds, AuthURL: osEnv.AuthURL, Region: osEnv.Region})
+	neutron, err := osEnv.Network(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("authenticating the test client: %w", err)
+		return nil, err
 	}
 	e := &sharedEnv{cp: cp, os: osEnv, proxy: proxy, neutron: neutron}
 	// Node ports of an earlier test process that died before its cleanup; the ports of a
@@ -141,7 +124,7 @@ func setup(osEnv framework.OpenStackEnv) (*sharedEnv, error) {
 		if err != nil {
 			return nil, fmt.Errorf("creating node port: %w", err)
 		}
-		stopAll = append(stopAll, func() { _ = neutron.DeletePort(context.Background(), p.ID) })
+		s.Defer(func() { _ = neutron.DeletePort(context.Background(), p.ID) })
 		if err := neutron.ReplacePortTags(ctx, p.ID, []string{testTag}); err != nil {
 			return nil, fmt.Errorf("tagging node port: %w", err)
 		}

@@ -18,17 +18,7 @@ import (
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-
-	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
-
-// adminPassword is the admin password of the local Keystone (hack/openstack.sh).
-func adminPassword() string {
-	if p := os.Getenv("KUBE_VIP_OPENSTACK_ADMIN_PASSWORD"); p != "" {
-		return p
-	}
-	return "adminpass"
-}
 
 // TestNeutronPolicySharedNetworkPairs: Neutron lets only the network's owner or an admin
 // set allowed address pairs. On a shared network of another project, the update is refused
@@ -38,12 +28,9 @@ func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
 	defer cancel()
-	admin, err := openstack.NewClientFactory(openstack.FactoryOptions{}).Network(ctx, openstack.AuthConfig{
-		AuthURL: e.os.AuthURL, Region: e.os.Region,
-		Credentials: &openstack.Credentials{DomainName: "Default", TenantName: "admin", Username: "admin", Password: adminPassword()},
-	})
+	admin, err := e.os.AdminNetwork(ctx)
 	if err != nil {
-		t.Fatalf("authenticating as admin: %v", err)
+		t.Fatal(err)
 	}
 	shared := true
 	net, err := networks.Create(ctx, admin.ServiceClient(), networks.CreateOpts{Name: fmt.Sprintf("faults-shared-%d", os.Getpid()), Shared: &shared}).Extract()

@@ -58,11 +58,9 @@ func setupNeutron(t *testing.T) *neutronEnv {
 			neutronSetup.err = fmt.Errorf("bootstrapping Gardener objects: %w", err)
 			return
 		}
-		factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
-		creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
-		n, err := factory.Network(ctx, openstack.AuthConfig{Credentials: creds, AuthURL: osEnv.AuthURL, Region: osEnv.Region})
+		n, err := osEnv.Network(ctx)
 		if err != nil {
-			neutronSetup.err = fmt.Errorf("authenticating the test's Neutron client: %w", err)
+			neutronSetup.err = err
 			return
 		}
 		neutronSetup.env = &neutronEnv{cp: cp, os: osEnv, neutron: n}
