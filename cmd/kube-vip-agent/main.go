@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -42,7 +43,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "Every flag can also be set through the environment as KUBE_VIP_<FLAG> (for example KUBE_VIP_NODE_NAME); flags win.\n\nFlags:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		return 2

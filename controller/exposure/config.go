@@ -188,10 +188,10 @@ func ResolveConfig(cfg *v1alpha1.ExposureConfig, infra *InfrastructureStatus) *C
 	}
 	if !c.InternalOnly && c.FloatingNetworkID == "" {
 		pool := infra.Networks.FloatingPool
-		switch {
-		case c.FloatingPoolName == "":
+		switch c.FloatingPoolName {
+		case "":
 			c.FloatingNetworkID, c.FloatingPoolName = pool.ID, pool.Name
-		case c.FloatingPoolName == pool.Name:
+		case pool.Name:
 			c.FloatingNetworkID = pool.ID
 		}
 	}

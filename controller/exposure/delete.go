@@ -58,7 +58,11 @@ func (a *Actuator) Delete(ctx context.Context, log logr.Logger, exp *extensionsv
 // other exposure's front door down.
 func (a *Actuator) agentOfAnother(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure) (bool, error) {
 	status, err := DecodeStatus(exp)
-	if err != nil || status.VIPAddress != "" || status.PortID != "" {
+	if err != nil {
+		// As cleanup does: an unreadable status recorded nothing this exposure can claim.
+		status = &v1alpha1.ExposureStatus{}
+	}
+	if status.VIPAddress != "" || status.PortID != "" {
 		return false, nil
 	}
 	list := &extensionsv1alpha1.SelfHostedShootExposureList{}

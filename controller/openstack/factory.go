@@ -249,7 +249,7 @@ func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig
 		return nil, Classify(err, "authenticate with Keystone")
 	}
 
-	client, err := networkClient(provider, auth.Region)
+	client, err := networkClient(ctx, provider, auth.Region)
 	if err != nil {
 		return nil, NewConfigurationError(fmt.Errorf("no Neutron endpoint for region %q in the Keystone catalog: %w", auth.Region, err))
 	}
@@ -257,9 +257,9 @@ func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig
 }
 
 // networkClient finds Neutron in the token's service catalog. Unlike
-// openstack.NewNetworkV2 it does not ask the endpoint for its versions, which saves a
-// request per authentication.
-func networkClient(provider *gophercloud.ProviderClient, region string) (*gophercloud.ServiceClient, error) {
+// openstack.NewNetworkV2 it does not ask the endpoint for its versions (no EndpointOpts.Version),
+// which saves a request per authentication.
+func networkClient(ctx context.Context, provider *gophercloud.ProviderClient, region string) (*gophercloud.ServiceClient, error) {
 	result, ok := provider.GetAuthResult().(tokens.CreateResult)
 	if !ok {
 		return nil, errors.New("the authentication gave no service catalog")
@@ -270,7 +270,7 @@ func networkClient(provider *gophercloud.ProviderClient, region string) (*gopher
 	}
 	eo := gophercloud.EndpointOpts{Region: region}
 	eo.ApplyDefaults("network")
-	url, err := openstack.V3EndpointURL(catalog, eo)
+	url, err := openstack.V3Endpoint(ctx, provider, catalog, eo)
 	if err != nil {
 		return nil, err
 	}

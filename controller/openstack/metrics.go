@@ -196,10 +196,10 @@ func classifyRequest(req *http.Request) (string, string) {
 	segments := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	service, start := ServiceOther, -1
 	for i, s := range segments {
-		switch {
-		case s == "v2.0":
+		switch s {
+		case "v2.0":
 			service, start = ServiceNetwork, i+1
-		case s == "v3" || s == "v2":
+		case "v3", "v2":
 			service, start = ServiceIdentity, i+1
 		}
 		if start >= 0 {

@@ -118,10 +118,11 @@ func TestDemoEndToEnd(t *testing.T) {
 		if !stopped {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-exited:
+			case err := <-exited:
+				t.Logf("demo stopped: %v", err)
 			case <-time.After(4 * time.Minute):
 				_ = cmd.Process.Kill()
-				<-exited
+				t.Logf("demo killed after 4 min: %v", <-exited)
 			}
 		}
 		// Whatever happened: no namespace of this run may stay.

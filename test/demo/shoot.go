@@ -89,7 +89,7 @@ func (d *demo) ensureNode(ctx context.Context, n shootNode) error {
 		metav1.SetMetaDataLabel(&node.ObjectMeta, corev1.LabelHostname, n.name)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("Node %s: %w", n.name, err)
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
 	patch := client.MergeFrom(node.DeepCopy())
 	node.Status.Addresses = []corev1.NodeAddress{

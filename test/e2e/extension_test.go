@@ -193,7 +193,7 @@ func installChart(ctx context.Context, cl client.Client, agentImage string) erro
 			}
 		}
 		obj.SetManagedFields(nil)
-		if err := cl.Patch(ctx, obj, client.Apply, client.FieldOwner("e2e-chart"), client.ForceOwnership); err != nil {
+		if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("e2e-chart"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}

@@ -144,9 +144,9 @@ func ensureCluster(ctx context.Context, c client.Client, opts BootstrapOptions) 
 		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
 		ObjectMeta: metav1.ObjectMeta{Name: opts.ShootName, Namespace: "garden"},
 		Spec: gardencorev1beta1.ShootSpec{
-			CloudProfileName: new("openstack"),
-			Region:           opts.Region,
-			Networking:       &gardencorev1beta1.Networking{Nodes: nonEmpty(opts.SubnetCIDR)},
+			CloudProfile: &gardencorev1beta1.CloudProfileReference{Kind: "CloudProfile", Name: "openstack"},
+			Region:       opts.Region,
+			Networking:   &gardencorev1beta1.Networking{Nodes: nonEmpty(opts.SubnetCIDR)},
 			Provider: gardencorev1beta1.Provider{
 				Type: "openstack",
 				Workers: []gardencorev1beta1.Worker{{

@@ -231,7 +231,12 @@ func (e env) round(ctx context.Context, nodeCount int) (phases []phase, err erro
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
-	defer func() { stopMgr(); <-done }()
+	defer func() {
+		stopMgr()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "the controller's manager: %v\n", err)
+		}
+	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		return nil, errors.New("the manager's cache did not sync")
 	}
@@ -361,7 +366,7 @@ func waitSucceeded(ctx context.Context, c client.Client, exp *extensionsv1alpha1
 		if err := c.Get(ctx, client.ObjectKeyFromObject(exp), current); err == nil {
 			lo := current.Status.LastOperation
 			_, annotated := current.Annotations[v1beta1constants.GardenerOperation]
-			if !annotated && lo != nil && lo.State == "Succeeded" && lo.LastUpdateTime.Time.After(after) &&
+			if !annotated && lo != nil && lo.State == "Succeeded" && lo.LastUpdateTime.After(after) &&
 				current.Status.ObservedGeneration == current.Generation && len(current.Status.Ingress) > 0 {
 				return nil
 			}

@@ -97,8 +97,8 @@ func scenarioPanel(r *Results, scenario string) (*plot.Plot, error) {
 				if err != nil {
 					return nil, err
 				}
-				l.LineStyle.Width = vg.Points(0.5)
-				l.LineStyle.Color = color.RGBA{R: 210, G: 210, B: 210, A: 255}
+				l.Width = vg.Points(0.5)
+				l.Color = color.RGBA{R: 210, G: 210, B: 210, A: 255}
 				p.Add(l)
 			}
 			for _, s := range segs {
@@ -106,8 +106,8 @@ func scenarioPanel(r *Results, scenario string) (*plot.Plot, error) {
 				if err != nil {
 					return nil, err
 				}
-				l.LineStyle.Width = vg.Points(3)
-				l.LineStyle.Color = col
+				l.Width = vg.Points(3)
+				l.Color = col
 				p.Add(l)
 				p.X.Max = max(p.X.Max, s[1].X)
 			}
@@ -117,7 +117,7 @@ func scenarioPanel(r *Results, scenario string) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	fault.LineStyle.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+	fault.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
 	p.Add(fault)
 	p.Y.Min, p.Y.Max = 0, float64(n)
 	p.Y.Tick.Marker = plot.ConstantTicks(ticks)

@@ -31,7 +31,6 @@ import (
 // The agent's default timings: the election is tested as it ships.
 var (
 	leaseDuration = timing.Defaults().LeaseDuration
-	renewDeadline = timing.Defaults().RenewDeadline
 	retryPeriod   = timing.Defaults().RetryPeriod
 )
 

@@ -351,7 +351,7 @@ func triggerReconcile(t *testing.T, ctx context.Context, e *sharedEnv, exp *exte
 		return waitFor(t, ctx, e, exp, "the triggered reconciliation", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 			_, annotated := x.Annotations[v1beta1constants.GardenerOperation]
 			lo := x.Status.LastOperation
-			return !annotated && lo != nil && lo.State == "Succeeded" && lo.LastUpdateTime.Time.After(before) && x.Status.ObservedGeneration == x.Generation
+			return !annotated && lo != nil && lo.State == "Succeeded" && lo.LastUpdateTime.After(before) && x.Status.ObservedGeneration == x.Generation
 		})
 	}
 }

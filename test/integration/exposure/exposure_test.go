@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
@@ -205,8 +204,4 @@ func checkPairs(t *testing.T, ctx context.Context, e *sharedEnv, nodes []nodeFix
 			t.Errorf("node %s lost its own pairs: %v", n.name, pairs)
 		}
 	}
-}
-
-func lastErrorOf(exp *extensionsv1alpha1.SelfHostedShootExposure) *gardencorev1beta1.LastError {
-	return exp.Status.LastError
 }

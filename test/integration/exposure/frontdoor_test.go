@@ -293,7 +293,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	// A ready agent on cp-0 holds the Lease, but the VIP does not answer yet.
 	player.runPods(ctx, nodes[0].name, nodes[1].name)
 	player.lead(ctx, nodes[0].name)
-	cur = waitFor(t, ctx, e, exp, "the holder seen, the VIP not answering", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+	waitFor(t, ctx, e, exp, "the holder seen, the VIP not answering", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 		c := meta.FindStatusCondition(providerStatus(t, x).Conditions, v1alpha1.ConditionVIPHeld)
 		return c != nil && c.Reason == "NotAnswering"
 	})

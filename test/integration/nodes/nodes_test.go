@@ -356,7 +356,10 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("condition not met within %s (last error: %v)", timeout, err)
+			if err != nil {
+				return fmt.Errorf("condition not met within %s: %w", timeout, err)
+			}
+			return fmt.Errorf("condition not met within %s", timeout)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
