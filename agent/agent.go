@@ -72,7 +72,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	registry, registerer := newRegistry(cfg.NodeName)
 	m := newMetrics(registerer, clk)
 	k := newKeeper(keeperOptions{
-		Address: addr, Announcer: announcer, Clock: clk, Log: log, Metrics: m,
+		Address: addr, Announcer: announcer, Guard: arp.NewProber(iface, address), Clock: clk, Log: log, Metrics: m,
 		ARPInterval: cfg.ARPInterval,
 	})
 	// Whatever happens, the VIP does not outlive the agent.

@@ -6,6 +6,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"sync"
 	"time"
 
@@ -32,14 +33,22 @@ type announcer interface {
 	Close() error
 }
 
+// guard is the takeover guard: it tells whether another host still answers for the VIP.
+type guard interface {
+	// Holder returns the MAC of another host that claimed the VIP within window, or nil.
+	Holder(ctx context.Context, window time.Duration) (net.HardwareAddr, error)
+}
+
 // keeper holds the VIP on the NIC while, and only while, the election says this node
-// leads. It removes the VIP itself when the term ends, and it refreshes the address's
-// kernel lifetime only until the term's RefreshBy, so that if this process dies or
-// freezes, the kernel removes the VIP before any other node can have taken the Lease
-// (timing.Timings.LatestHold).
+// leads, and never while another host still has it (package timing states the rule). It
+// removes the VIP itself when the term ends; it adds it only after the guard found no
+// other host answering for it; and it refreshes the address's kernel lifetime only until
+// the term's RefreshBy, so that the VIP of a holder that died or froze normally lapses by
+// the earliest takeover and the next leader's guard does not have to wait.
 type keeper struct {
 	addr      address
 	announcer announcer
+	guard     guard
 	clock     clock.WithTicker
 	log       logr.Logger
 	metrics   *metrics
@@ -59,6 +68,8 @@ type keeper struct {
 	// nextSweep is when a node that does not lead next checks its NIC for a VIP it must
 	// not hold (one put there by hand); a removal that failed is retried on every tick.
 	nextSweep time.Time
+	// heldElsewhere is the MAC the guard last found holding the VIP; nil when none.
+	heldElsewhere net.HardwareAddr
 }
 
 // followerSweep is the interval at which a node that does not lead removes a VIP it finds
@@ -69,6 +80,7 @@ const followerSweep = time.Second
 type keeperOptions struct {
 	Address     address
 	Announcer   announcer
+	Guard       guard
 	Clock       clock.WithTicker
 	Log         logr.Logger
 	Metrics     *metrics
@@ -84,7 +96,7 @@ func newKeeper(o keeperOptions) *keeper {
 		o.Tick = timing.KeeperTick
 	}
 	return &keeper{
-		addr: o.Address, announcer: o.Announcer, clock: o.Clock, log: o.Log, metrics: o.Metrics,
+		addr: o.Address, announcer: o.Announcer, guard: o.Guard, clock: o.Clock, log: o.Log, metrics: o.Metrics,
 		tick: o.Tick, arpInterval: o.ARPInterval,
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
@@ -182,33 +194,77 @@ func (k *keeper) reconcile(ctx context.Context) {
 		k.dropLocked("the term ended without a renewal")
 		return
 	}
+	if !k.present {
+		k.addLocked(ctx, now)
+		return
+	}
 	if now.After(k.term.RefreshBy) {
-		// A refresh now could outlive the earliest takeover if this process died; the
-		// last refresh runs out by itself unless a renewal starts a new term first.
-		// Announcements continue meanwhile.
-		if k.present {
-			k.announceLocked(ctx, now)
-		}
+		// A refresh now would let the VIP of a holder that dies now outlive the earliest
+		// takeover (the next leader's guard would then wait for it); the last refresh runs
+		// out by itself unless a renewal starts a new term first. Announcements continue.
+		k.announceLocked(ctx, now)
 		return
 	}
 	added, err := k.addr.Ensure()
 	if err != nil {
+		k.log.Error(err, "Refreshing the VIP failed")
+		return
+	}
+	// Re-check after the write: a process frozen between the check above and the write may
+	// have resumed after its term, when another node may already hold the VIP; remove it
+	// at once. (A refresh that lands after RefreshBy but inside the term is not unsafe: the
+	// next leader's guard waits for it.)
+	if !k.clock.Now().Before(k.term.End) {
+		k.dropLocked("the VIP was refreshed after the term ended")
+		return
+	}
+	if added {
+		// Somebody removed it meanwhile; it is back, so announce it again.
+		k.log.Info("VIP re-added", "termEnd", k.term.End.Format(time.RFC3339Nano))
+		k.burstFrom, k.nextBurst = now, 0
+	}
+	k.announceLocked(ctx, now)
+}
+
+// addLocked puts the VIP on the NIC, once the guard found no other host answering for it:
+// the takeover. Until then the VIP stays off and the guard probes again on the next tick.
+func (k *keeper) addLocked(ctx context.Context, now time.Time) {
+	if k.guard != nil {
+		holder, err := k.guard.Holder(ctx, timing.TakeoverProbeWindow)
+		if err != nil {
+			// Without an answer from the guard, adding could put the VIP on two nodes.
+			k.log.Error(err, "Probing the LAN for another holder of the VIP failed; not adding it")
+			return
+		}
+		if holder != nil {
+			k.metrics.takeoverWaits.Inc()
+			k.metrics.vipHeldElsewhere.Set(1)
+			if k.heldElsewhere.String() != holder.String() {
+				k.log.Info("Another host still answers for the VIP; adding it once that stops", "mac", holder.String())
+			}
+			k.heldElsewhere = holder
+			return
+		}
+		if k.heldElsewhere != nil {
+			k.log.Info("The VIP is no longer answered elsewhere", "mac", k.heldElsewhere.String())
+			k.heldElsewhere = nil
+		}
+		k.metrics.vipHeldElsewhere.Set(0)
+	}
+	if _, err := k.addr.Ensure(); err != nil {
 		k.log.Error(err, "Adding the VIP failed")
 		return
 	}
-	// Re-check after the write: the kernel stamped the lifetime no later than now, and if
-	// that is past RefreshBy (a slow write, or a freeze between the check and the write),
-	// the kernel alone would not remove the address before a takeover; remove it now.
-	if k.clock.Now().After(k.term.RefreshBy) {
-		k.dropLocked("the VIP's lifetime was set too late in the term")
+	// As after a refresh: a freeze between the guard and the write may have carried this
+	// process past its term.
+	if !k.clock.Now().Before(k.term.End) {
+		k.dropLocked("the VIP was added after the term ended")
 		return
 	}
 	k.present = true
 	k.metrics.vipPresent.Set(1)
-	if added {
-		k.log.Info("VIP added", "termEnd", k.term.End.Format(time.RFC3339Nano))
-		k.burstFrom, k.nextBurst = now, 0
-	}
+	k.log.Info("VIP added", "termEnd", k.term.End.Format(time.RFC3339Nano))
+	k.burstFrom, k.nextBurst = now, 0
 	k.announceLocked(ctx, now)
 }
 

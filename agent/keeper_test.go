@@ -7,6 +7,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -246,13 +247,71 @@ func TestAddFailureIsRetried(t *testing.T) {
 	}
 }
 
-func TestLateTakeoverWaitsForTheNextRenewal(t *testing.T) {
+// fakeGuard plays the LAN: another host answers for the VIP until freeAt.
+type fakeGuard struct {
+	clock  *clocktesting.FakeClock
+	freeAt time.Time
+	err    error
+	probes int
+}
+
+func (g *fakeGuard) Holder(context.Context, time.Duration) (net.HardwareAddr, error) {
+	g.probes++
+	if g.err != nil {
+		return nil, g.err
+	}
+	if g.clock.Now().Before(g.freeAt) {
+		return net.HardwareAddr{2, 0, 0, 0, 0, 9}, nil
+	}
+	return nil, nil
+}
+
+// The takeover guard: while a crashed or frozen former holder's kernel still answers for the
+// VIP, the new leader does not add it; it adds it on the first tick after that stops, also
+// late in its term (after RefreshBy), and says why it waited.
+func TestTakeoverWaitsWhileAnotherHostAnswers(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
-	// The acquisition started 300ms ago: a lifetime set now could outlive the earliest
-	// takeover if this process died.
-	k.Leading(termAt(clk.Now().Add(-300*time.Millisecond)), true)
+	term := termAt(clk.Now())
+	g := &fakeGuard{clock: clk, freeAt: term.RefreshBy.Add(150 * time.Millisecond)}
+	k.guard = g
+	k.Leading(term, true)
+	for clk.Now().Before(g.freeAt) {
+		if addr.present {
+			t.Fatalf("at %v the VIP was added while another host still answers for it", clk.Now().Sub(term.Start))
+		}
+		if got := testutil.ToFloat64(k.metrics.vipHeldElsewhere); got != 1 {
+			t.Fatalf("vip_held_elsewhere = %v while waiting, want 1", got)
+		}
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+	}
+	if !addr.present {
+		t.Fatalf("the VIP was not added on the first tick after the other host stopped answering (%v into the term)", clk.Now().Sub(term.Start))
+	}
+	if got := testutil.ToFloat64(k.metrics.vipHeldElsewhere); got != 0 {
+		t.Fatalf("vip_held_elsewhere = %v after the takeover, want 0", got)
+	}
+	if got := testutil.ToFloat64(k.metrics.takeoverWaits); got < 2 {
+		t.Fatalf("takeover_waits_total = %v, want one per probe that found the VIP held", got)
+	}
+	// Once on, refreshes do not probe.
+	probes := g.probes
+	k.Leading(termAt(clk.Now()), false)
+	advance(k, clk, 500*time.Millisecond)
+	if g.probes != probes {
+		t.Fatalf("%d probes while holding the VIP, want none", g.probes-probes)
+	}
+}
+
+// A guard that cannot tell (its socket failed) keeps the VIP off: adding could put it on two
+// nodes.
+func TestTakeoverStaysOffWhenTheGuardFails(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.guard = &fakeGuard{clock: clk, err: errors.New("socket: operation not permitted")}
+	k.Leading(termAt(clk.Now()), true)
+	advance(k, clk, 300*time.Millisecond)
 	if addr.present {
-		t.Fatal("the VIP was added although the kernel might keep it past the earliest takeover")
+		t.Fatal("the VIP was added although the guard could not probe")
 	}
 }
 
@@ -315,17 +374,22 @@ func (s *slowAddress) Ensure() (bool, error) {
 	return s.fakeAddress.Ensure()
 }
 
-func TestAWriteThatEndsAfterRefreshByDropsTheVIP(t *testing.T) {
+// A refresh whose write completes past RefreshBy but inside the term keeps the VIP: the
+// next leader's guard covers a lifetime that may now end after the earliest takeover, and
+// dropping the VIP here would only blank the front door. (Before the guard, this dropped it.)
+func TestAWriteThatEndsAfterRefreshByKeepsTheVIP(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	k.addr = &slowAddress{fakeAddress: addr, delay: 30 * time.Millisecond}
 	term := termAt(clk.Now())
 	k.Leading(term, true)
-	// A tick just inside the refresh window whose write completes 20 ms past RefreshBy: the
-	// kernel could then keep the VIP past the earliest takeover, so it goes at once.
 	clk.SetTime(term.RefreshBy.Add(-10 * time.Millisecond))
 	k.reconcile(context.Background())
+	if !addr.present {
+		t.Fatal("a refresh that completed just past RefreshBy blanked the VIP inside the term")
+	}
+	advance(k, clk, term.End.Sub(clk.Now()))
 	if addr.present {
-		t.Fatalf("a refresh that completed past RefreshBy kept the VIP until %v; the earliest takeover is %v", addr.expiresAt, term.EarliestTakeover)
+		t.Fatal("the VIP outlived the term")
 	}
 }
 

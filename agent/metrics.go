@@ -36,9 +36,13 @@ type metrics struct {
 	probeDuration    prometheus.Histogram
 	// linkWatchRestarts counts link subscriptions the kernel ended (vip.LinkWatch).
 	linkWatchRestarts prometheus.Counter
-	clock             clock.PassiveClock
-	mu                sync.Mutex
-	lastTransitionAt  time.Time
+	// takeoverWaits counts the takeover guard's probes that found another host still
+	// answering for the VIP; vipHeldElsewhere is 1 while this leader waits for that.
+	takeoverWaits    prometheus.Counter
+	vipHeldElsewhere prometheus.Gauge
+	clock            clock.PassiveClock
+	mu               sync.Mutex
+	lastTransitionAt time.Time
 }
 
 func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
@@ -59,6 +63,10 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}),
 		linkWatchRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "link_watch_restarts_total",
 			Help: "Link watch subscriptions that ended with an error (typically ENOBUFS) and were renewed."}),
+		takeoverWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "takeover_waits_total",
+			Help: "Probes of the takeover guard that found another host still answering ARP for the VIP, so that this leader did not add it yet."}),
+		vipHeldElsewhere: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "vip_held_elsewhere",
+			Help: "1 while this node leads but another host still answers ARP for the VIP (a crashed or frozen former holder until the kernel removes its address, or a host that must not have it), else 0."}),
 		clock:            clk,
 		lastTransitionAt: clk.Now(),
 	}
@@ -69,7 +77,7 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, since)
 	return m
 }
 

@@ -2,25 +2,34 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-// Package timing holds the agent's election and VIP timings and the one rule that keeps
-// the VIP on at most one node: every moment at which this node can still hold the VIP
-// lies before the earliest moment at which any follower can take the Lease over. The
-// election, the keeper and the validation of the agent's flags and of the providerConfig
-// all use the functions here, so the rule exists once.
+// Package timing holds the agent's election and VIP timings and the rule that keeps the
+// VIP on at most one node. The election, the keeper and the validation of the agent's
+// flags and of the providerConfig all use the functions here, so the rule exists once.
 //
 // A term starts at S, the start of the leader's last successful acquisition or renewal.
 // A follower sees that write only after it started, so the earliest takeover is S + L
-// (L = LeaseDuration, and a follower waits at least the leader's L, see election). This
-// node can hold the VIP until the later of:
+// (L = LeaseDuration, and a follower waits at least the leader's L, see election).
 //
-//   - active removal: the term ends at S + D (D = RenewDeadline) and the leader removes the
-//     VIP itself, within ActiveRemovalLateness;
-//   - the kernel backstop, when the process is dead or frozen: the last refresh completes
-//     by RefreshBy(S) = S + L − lifetime − KernelExpiryLateness, and the kernel removes the
-//     address within its lifetime plus KernelExpiryLateness of the refresh, so by S + L.
+// The rule has two halves, one for a holder that lives and one for a holder that died or
+// froze:
 //
-// Problems rejects every set of timings for which either bound does not lie before S + L
-// or for which the leader has too little time to refresh and renew.
+//   - A living holder removes the VIP itself: its term ends at S + D (D = RenewDeadline)
+//     and it removes the VIP within ActiveRemovalLateness, so before S + L (Problems
+//     rejects every set of timings where D + ActiveRemovalLateness is not below L). After
+//     each refresh it checks the clock again and removes the VIP at once if a freeze
+//     carried it past the end of its term.
+//   - A holder that died or froze cannot remove anything; its kernel still has the VIP
+//     until the address's lifetime runs out, and answers ARP for it. The next leader adds
+//     the VIP only after its takeover guard sent an ARP request for it and no other host
+//     answered within TakeoverProbeWindow; while one answers, it waits (probing every
+//     KeeperTick). So the VIP is never added while another node holds it, however late
+//     the kernel removes an expired address.
+//
+// The kernel lifetime decides only how long such a takeover waits: the holder refreshes it
+// until RefreshBy(S) = S + L − lifetime − KernelExpiryLateness, so that the VIP of a holder
+// that died normally lapses by S + L and the guard finds nobody. On a kernel slower than
+// KernelExpiryLateness the guard waits for the difference (while the old node, whose agent
+// alone died, still answers on the VIP).
 package timing
 
 import (
@@ -29,18 +38,23 @@ import (
 )
 
 const (
-	// KernelExpiryLateness is how long after its valid_lft ran out the kernel may still
-	// hold an IPv4 address on a host where no other address changed in the last second.
-	// Linux's lifetime check (devinet.c check_lifetime) rounds its next run up to a whole
-	// second when that adds less than HZ/4 (250 ms) and the timer wheel adds up to one
-	// granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer).
-	// test/integration/vip TestKernelLifetimeExpiry measures it and fails above this
-	// budget; it measured up to 277 ms on a HZ=250 kernel. Any other IPv4 address change
-	// in the namespace within the second before expiry delays the check by up to a
-	// further second; that case is covered by active removal only (docs/agent.md).
+	// TakeoverProbeWindow is how long the takeover guard waits for another host's ARP
+	// answer for the VIP before it counts the VIP as free. An answering kernel replies
+	// within microseconds on a LAN (test/integration/vip TestTakeoverGuard measures the
+	// guard on the real kernel); the window only has to cover a busy softirq and the wire.
+	TakeoverProbeWindow = 30 * time.Millisecond
+	// KernelExpiryLateness is how late the refresh schedule plans for the kernel to remove
+	// an IPv4 address after its valid_lft ran out, on a host where no other address changed
+	// in the last second. Linux's lifetime check (devinet.c check_lifetime) rounds its next
+	// run up to a whole second when that adds less than HZ/4 (250 ms), the timer wheel adds
+	// up to one granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer), and the
+	// workqueue adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry
+	// measures it: 277 to 404 ms on the 2-core machine this project is tested on. It is not
+	// a safety bound: a later kernel only makes the next leader's guard wait longer.
 	KernelExpiryLateness = 300 * time.Millisecond
 	// KernelExpiryEarliness is how early the kernel may remove an address: it counts an
-	// address as expired HZ/50 before its lifetime ends (at most 20 ms, at HZ=50+).
+	// address as expired HZ/50 before its lifetime ends (at most 20 ms, at HZ=50+). The
+	// continuity rule of Problems relies on it, and TestKernelLifetimeExpiry checks it.
 	KernelExpiryEarliness = 20 * time.Millisecond
 	// ActiveRemovalLateness is the most the living leader may take, after its term ended,
 	// to remove the VIP: the election's timer, the callback and one netlink delete, on a
@@ -102,16 +116,19 @@ func (t Timings) TermFrom(start time.Time) Term {
 	}
 }
 
-// LatestHold is the latest moment at which this node can still hold the VIP in the term:
-// the later of active removal at the end of the term and the kernel's removal of a VIP
-// refreshed at RefreshBy.
+// LatestHold is the latest moment at which a living holder can still hold the VIP in the
+// term: it removes the VIP itself at the end of the term, within ActiveRemovalLateness.
+// (A holder that died or froze holds it until Lapse; the next leader's guard covers that.)
 func (t Timings) LatestHold(term Term) time.Time {
-	active := term.End.Add(ActiveRemovalLateness)
-	backstop := term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
-	if active.After(backstop) {
-		return active
-	}
-	return backstop
+	return term.End.Add(ActiveRemovalLateness)
+}
+
+// Lapse is when the kernel is planned to have removed the VIP of a holder that died or
+// froze in the term: its last refresh, by RefreshBy, plus the lifetime and
+// KernelExpiryLateness. The schedule makes that the earliest takeover, so that the next
+// leader's guard normally finds the VIP gone.
+func (t Timings) Lapse(term Term) time.Time {
+	return term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
 }
 
 // Field names the timing a Problem is about.
@@ -147,10 +164,10 @@ func (t Timings) Problems() []Problem {
 		out = append(out, Problem{FieldVIPLifetime, t.VIPLifetime, "must be a whole number of seconds, at least 1s"})
 		return out
 	}
-	// The safety rule: nothing this node holds outlives the earliest takeover.
+	// The safety rule for a living holder: it has removed the VIP by the earliest takeover.
+	// (A takeover adds the VIP only after its Lease write returned and its guard probed, so
+	// a hold that ends at the earliest takeover itself is over before the new VIP is on.)
 	term := t.TermFrom(time.Time{})
-	// A takeover adds the VIP only after its Lease write returned, so a hold that ends at
-	// the earliest takeover itself is still over before the new holder's VIP is on.
 	if t.LatestHold(term).After(term.EarliestTakeover) {
 		out = append(out, Problem{FieldLeaseDuration, t.LeaseDuration,
 			fmt.Sprintf("must exceed the renew deadline (%s) by more than %s, so that the leader removes the VIP before any follower can take over",
@@ -158,7 +175,7 @@ func (t Timings) Problems() []Problem {
 	}
 	if window := term.RefreshBy.Sub(term.Start); window < MinRefreshWindow {
 		out = append(out, Problem{FieldVIPLifetime, t.VIPLifetime,
-			fmt.Sprintf("must be at most the lease duration (%s) less %s, so that the leader can refresh the VIP early enough for the kernel to remove it before a takeover",
+			fmt.Sprintf("must be at most the lease duration (%s) less %s, so that the leader can refresh the VIP early enough for the kernel to remove a dead holder's VIP by the takeover",
 				t.LeaseDuration, KernelExpiryLateness+MinRefreshWindow)})
 	}
 	// Continuity: the last refresh (at most a keeper tick before RefreshBy) must last until

@@ -23,7 +23,6 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
@@ -127,9 +126,10 @@ func TestVIPOnTheKernel(t *testing.T) {
 			t.Fatal("the kernel did not remove the VIP within 3s of its last refresh")
 		}
 		t.Logf("the kernel removed the VIP %s after its last refresh (valid_lft 1s)", gone.Round(time.Millisecond))
-		if gone > time.Second+timing.KernelExpiryLateness+20*time.Millisecond {
-			t.Errorf("removed after %s; the agent's timings budget 1s plus timing.KernelExpiryLateness (%s), plus this test's 10 ms polling",
-				gone, timing.KernelExpiryLateness)
+		// The kernel's lifetime check runs at least once a second: the address is gone
+		// within its lifetime plus that second (plus this test's polling).
+		if gone > 2*time.Second+20*time.Millisecond {
+			t.Errorf("removed after %s; want within the 1s lifetime plus the kernel's one-second lifetime check", gone)
 		}
 
 		if _, err := a.Ensure(); err != nil {
