@@ -148,6 +148,7 @@ test:
 	$(MAKE) --no-print-directory test-dataplane || rc=1; \
 	echo "==== summary"; \
 	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null || true; \
+	hack/handback.sh || true; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
 	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null \
 	  | awk -v rc=$$rc 'function n(k,  i) { for (i = 2; i <= NF; i++) if ($$i ~ "^" k) return $$(i-1); return 0 } \
@@ -171,10 +172,10 @@ env-status:
 # shoot of network namespaces, local Keystone + Neutron, the controller, the agents, a
 # SelfHostedShootExposure and a live failover; runs on in the background (hack/demo.sh).
 demo:
-	hack/demo.sh up
+	rc=0; hack/demo.sh up || rc=$$?; hack/handback.sh || true; exit $$rc
 # Stops the demo (its exposure is deleted through the controller), then the local env.
 demo-down:
-	hack/demo.sh down
+	rc=0; hack/demo.sh down || rc=$$?; hack/handback.sh || true; exit $$rc
 
 .PHONY: e2e
 # The extension as an operator installs it (root; needs the local Keystone + Neutron, which
@@ -190,4 +191,4 @@ e2e:
 # figures if they do not run): tables on stdout, test/bench/out/{results.json,timeline.png}.
 bench:
 	@hack/install-deps.sh
-	hack/with-openstack.sh $(GO) run ./test/bench $(BENCH_FLAGS)
+	rc=0; hack/with-openstack.sh $(GO) run ./test/bench $(BENCH_FLAGS) || rc=$$?; hack/handback.sh || true; exit $$rc
