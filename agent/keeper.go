@@ -227,22 +227,34 @@ func (k *keeper) reconcile(ctx context.Context) {
 }
 
 // addLocked puts the VIP on the NIC, once the guard found no other host answering for it:
-// the takeover. Until then the VIP stays off and the guard probes again on the next tick.
+// the takeover. While another host answers, it probes again every TakeoverProbeRetry for
+// the rest of this tick, then leaves the VIP off until the next tick.
 func (k *keeper) addLocked(ctx context.Context, now time.Time) {
 	if k.guard != nil {
-		holder, err := k.guard.Holder(ctx, timing.TakeoverProbeWindow)
-		if err != nil {
-			// Without an answer from the guard, adding could put the VIP on two nodes.
-			k.log.Error(err, "Probing the LAN for another holder of the VIP failed; not adding it")
-			return
-		}
-		if holder != nil {
+		until := now.Add(k.tick)
+		for {
+			holder, err := k.guard.Holder(ctx, timing.TakeoverProbeWindow)
+			if err != nil {
+				// Without an answer from the guard, adding could put the VIP on two nodes.
+				k.log.Error(err, "Probing the LAN for another holder of the VIP failed; not adding it")
+				return
+			}
+			if holder == nil {
+				break
+			}
 			k.metrics.takeoverWaits.Inc()
 			k.metrics.vipHeldElsewhere.Set(1)
 			if k.heldElsewhere.String() != holder.String() {
 				k.log.Info("Another host still answers for the VIP; adding it once that stops", "mac", holder.String())
 			}
 			k.heldElsewhere = holder
+			if !k.clock.Now().Add(timing.TakeoverProbeRetry).Before(until) {
+				return
+			}
+			k.clock.Sleep(timing.TakeoverProbeRetry)
+		}
+		now = k.clock.Now()
+		if !now.Before(k.term.End) {
 			return
 		}
 		if k.heldElsewhere != nil {

@@ -22,7 +22,7 @@
 //     until the address's lifetime runs out, and answers ARP for it. The next leader adds
 //     the VIP only after its takeover guard sent an ARP request for it and no other host
 //     answered within TakeoverProbeWindow; while one answers, it waits (probing every
-//     KeeperTick). So the VIP is never added while another node holds it, however late
+//     TakeoverProbeRetry). So the VIP is never added while another node holds it, however late
 //     the kernel removes an expired address.
 //
 // The kernel lifetime decides only how long such a takeover waits: the holder refreshes it
@@ -43,6 +43,10 @@ const (
 	// within microseconds on a LAN (test/integration/vip TestTakeoverGuard measures the
 	// guard on the real kernel); the window only has to cover a busy softirq and the wire.
 	TakeoverProbeWindow = 30 * time.Millisecond
+	// TakeoverProbeRetry is the pause between two probes of the guard while another host
+	// still answers for the VIP: the takeover follows the old address's removal within
+	// about this plus one probe window.
+	TakeoverProbeRetry = 10 * time.Millisecond
 	// KernelExpiryLateness is how late the refresh schedule plans for the kernel to remove
 	// an IPv4 address after its valid_lft ran out, on a host where no other address changed
 	// in the last second. Linux's lifetime check (devinet.c check_lifetime) rounds its next

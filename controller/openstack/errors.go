@@ -52,7 +52,9 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	if e.Message != "" {
-		b.WriteString(": " + e.Message)
+		// Neutron ends its messages with a period; the hint follows after a semicolon, in
+		// the same sentence.
+		b.WriteString(": " + strings.TrimRight(e.Message, ". "))
 	}
 	if e.Hint != "" {
 		b.WriteString("; " + e.Hint)

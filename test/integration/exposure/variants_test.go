@@ -108,8 +108,9 @@ func TestInternalOnlyWithPasswordAndFixedVIP(t *testing.T) {
 	checkPairs(t, ctx, e, nodes, vip, true)
 }
 
-// TestErrorsInStatus: errors end up in lastError with Gardener codes and a hint, and never
-// with a secret.
+// TestErrorsInStatus: each bad input ends up in lastError as one line with a Gardener code
+// and a hint, never with a secret, before any side effect for a configuration problem; and
+// once the operator fixes the input, the next reconciliation converges to Succeeded.
 func TestErrorsInStatus(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -135,6 +136,7 @@ func TestErrorsInStatus(t *testing.T) {
 		{name: "port out of range", port: 70000, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "70000"},
 		{name: "missing network", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "network 00000000-0000-0000-0000-000000000000 does not exist"},
 		{name: "missing subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "subnet"},
+		{name: "agent timings that allow two holders", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"renewDeadline":"1450ms"}}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "agent."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			identity := useIdentity(t, ctx, e)
@@ -171,6 +173,9 @@ func TestErrorsInStatus(t *testing.T) {
 					t.Errorf("status leaks a secret")
 				}
 			}
+			if strings.Contains(le.Description, "\n") || strings.Contains(le.Description, ".;") {
+				t.Errorf("lastError is not one sentence: %q", le.Description)
+			}
 			if len(got.Status.Ingress) != 0 {
 				t.Errorf("ingress %v despite the error", got.Status.Ingress)
 			}
@@ -179,6 +184,18 @@ func TestErrorsInStatus(t *testing.T) {
 				if p := taggedPorts(t, ctx, e, identity); len(p) != 0 {
 					t.Errorf("a VIP port was created before the configuration error: %v", p[0].ID)
 				}
+			}
+
+			// The operator fixes the input; the next reconciliation converges.
+			if secretName != "" {
+				repairSecret(t, e, secretName)
+			}
+			fixed := triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) {
+				x.Spec.ProviderConfig = nil
+				x.Spec.Port = 6443
+			})()
+			if x := taggedPorts(t, ctx, e, identity); len(fixed.Status.Ingress) != 1 || len(x) != 1 {
+				t.Errorf("after the fix: ingress %v and %d VIP ports, want one of each", fixed.Status.Ingress, len(x))
 			}
 		})
 	}

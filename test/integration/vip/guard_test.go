@@ -37,8 +37,8 @@ func TestTakeoverGuard(t *testing.T) {
 	const (
 		oldIP = "198.18.5.1/24"
 		newIP = "198.18.5.2/24"
-		// probeEvery is the keeper's tick: the guard probes again after a wait.
-		probeEvery = timing.KeeperTick
+		// probeEvery is the keeper's pause between probes while another host answers.
+		probeEvery = timing.TakeoverProbeRetry
 	)
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -154,8 +154,8 @@ func TestTakeoverGuard(t *testing.T) {
 		gap := newOn.Sub(oldGone)
 		t.Logf("round %d: the kernel removed the old holder's VIP %s after its lifetime; the guard waited %d probe rounds and the new leader had it %s later",
 			round, lateness.Round(time.Millisecond), waits, gap.Round(time.Millisecond))
-		// One probe round (the keeper's tick) plus the probe window and an add: the
-		// takeover follows the old address promptly, not a lease later.
+		// One pause between probes plus the probe window and an add: the takeover follows
+		// the old address promptly, not a lease later.
 		if limit := probeEvery + timing.TakeoverProbeWindow + 50*time.Millisecond; gap > limit {
 			t.Errorf("round %d: the new leader added the VIP %s after the old one's was gone, more than a probe round (%s)", round, gap, limit)
 		}
