@@ -101,8 +101,12 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return err
 	}
 	leases = &reportingLeases{LeaseClient: leases, signals: monitor}
+	fallbacks, err := peerLeaseClients(cfg, restConfig)
+	if err != nil {
+		return err
+	}
 	elector, err = election.New(election.Config{
-		Leases: leases, Name: cfg.LeaseName, Identity: cfg.NodeName,
+		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
 		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
@@ -212,6 +216,31 @@ func restConfigFor(cfg Config) (*rest.Config, error) {
 		TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile, ServerName: cfg.APIServerServerName},
 		UserAgent:       "kube-vip-agent",
 	}, nil
+}
+
+// peerTimeout bounds one request through another node's kube-apiserver.
+const peerTimeout = 200 * time.Millisecond
+
+// peerLeaseClients returns Lease clients through the other control-plane nodes'
+// kube-apiservers: the local configuration with another host, the TLS name of the local
+// one where the configuration names none (the serving certificates all carry the
+// kubernetes Service's names).
+func peerLeaseClients(cfg Config, local *rest.Config) ([]election.LeaseClient, error) {
+	var out []election.LeaseClient
+	for _, peer := range cfg.PeerAPIServerURLs {
+		rc := rest.CopyConfig(local)
+		rc.Host = peer
+		if rc.ServerName == "" {
+			rc.ServerName = cfg.APIServerServerName
+		}
+		rc.Timeout = peerTimeout
+		c, err := election.NewLeaseClient(rc, cfg.LeaseNamespace)
+		if err != nil {
+			return nil, fmt.Errorf("the Lease client through %s: %w", peer, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func readyzURL(host string) string {

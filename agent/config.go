@@ -40,6 +40,10 @@ type Config struct {
 	APIServerURL string
 	// APIServerServerName is the TLS server name used for it.
 	APIServerServerName string
+	// PeerAPIServerURLs are the other control-plane nodes' kube-apiservers (same CA, same
+	// credentials, APIServerServerName as the TLS name). A leader whose local
+	// kube-apiserver died releases the Lease through one of them.
+	PeerAPIServerURLs []string
 	// Kubeconfig, when set, replaces the service-account token and CA.
 	Kubeconfig string
 	// TokenFile and CAFile are the service-account credentials.
@@ -119,6 +123,11 @@ func (c *Config) Validate() error {
 	}
 	if u, err := url.Parse(c.APIServerURL); err != nil || u.Scheme != "https" || u.Host == "" {
 		add("--apiserver-url %q must be an https URL", c.APIServerURL)
+	}
+	for _, peer := range c.PeerAPIServerURLs {
+		if u, err := url.Parse(peer); err != nil || u.Scheme != "https" || u.Host == "" {
+			add("--peer-apiserver-urls: %q must be an https URL", peer)
+		}
 	}
 	if c.HealthPeriod <= 0 || c.HealthTimeout <= 0 || c.HealthFailureThreshold < 1 {
 		add("--health-period and --health-timeout must be positive and --health-failure-threshold at least 1")

@@ -67,6 +67,11 @@ type Config struct {
 	// looser than Eligible (hysteresis), never a reason to skip a renewal: the term still
 	// ends RenewDeadline after the last successful one.
 	MayKeep func() bool
+	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
+	// control-plane nodes'). They are used for one thing only: to release the Lease when
+	// the write through Leases fails (the local kube-apiserver died), so that a follower
+	// takes over at once instead of after the lease duration. Optional.
+	Fallbacks []LeaseClient
 	// Callbacks receive the leadership changes.
 	Callbacks Callbacks
 	// Clock is the clock; nil means the real one.
@@ -607,14 +612,37 @@ func (e *Elector) stopLeading(reason string, release bool) {
 // since it was last seen, typically because a renewal that was cut short by the shutdown
 // still reached the API server; the Lease is read again and released if it still names
 // this candidate.
+//
+// When the write through the local kube-apiserver fails otherwise (it died: the usual
+// reason to step down), the release goes through each of Config.Fallbacks in turn, within
+// the same time bound.
 func (e *Elector) release() {
 	if e.observed == nil || holderOf(e.observed) != e.cfg.Identity {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	err := e.releaseVia(ctx, e.cfg.Leases)
+	via := "the local kube-apiserver"
+	for i := 0; err != nil && !errors.Is(err, errNotHolder) && !apierrors.IsConflict(err) && i < len(e.cfg.Fallbacks) && ctx.Err() == nil; i++ {
+		e.log.V(1).Info("Releasing the Lease failed; trying another kube-apiserver", "error", err.Error())
+		err = e.releaseVia(ctx, e.cfg.Fallbacks[i])
+		via = fmt.Sprintf("kube-apiserver %d of %d", i+1, len(e.cfg.Fallbacks))
+	}
+	switch {
+	case err == nil:
+		e.log.Info("Released the Lease", "via", via)
+	case errors.Is(err, errNotHolder):
+		e.log.Info("Not releasing the Lease: it names another holder now", "holder", holderOf(e.observed))
+	default:
+		e.log.Info("Releasing the Lease failed; it will expire", "error", err.Error())
+	}
+}
+
+// releaseVia writes the release record through leases.
+func (e *Elector) releaseVia(ctx context.Context, leases LeaseClient) error {
 	current := e.observed
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		lease := current.DeepCopy()
 		now := metav1.NewMicroTime(e.clock.Now())
 		empty := ""
@@ -628,7 +656,7 @@ func (e *Elector) release() {
 		}
 		delete(lease.Annotations, LeaseDurationAnnotation)
 		lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
-		updated, err := e.cfg.Leases.Update(ctx, lease, metav1.UpdateOptions{})
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if err == nil {
 			e.observe(updated, true)
 			return nil
@@ -636,7 +664,7 @@ func (e *Elector) release() {
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		fresh, gerr := e.cfg.Leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+		fresh, gerr := leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
 		if gerr != nil {
 			return gerr
 		}
@@ -647,14 +675,6 @@ func (e *Elector) release() {
 		current = fresh
 		return err
 	})
-	switch {
-	case err == nil:
-		e.log.Info("Released the Lease")
-	case errors.Is(err, errNotHolder):
-		e.log.Info("Not releasing the Lease: it names another holder now", "holder", holderOf(e.observed))
-	default:
-		e.log.Info("Releasing the Lease failed; it will expire", "error", err.Error())
-	}
 }
 
 // errNotHolder ends a release when the Lease no longer names this candidate.

@@ -6,6 +6,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -442,5 +443,76 @@ func TestResignedLeaderIsHeldDown(t *testing.T) {
 	}
 	if took := h.waitUntilAcquirable(a, 5*time.Second); took != tm.LeaseDuration {
 		t.Fatalf("with nobody else taking it, the resigned node may take the Lease after %s, want the lease duration", took)
+	}
+}
+
+// downLeases is the Lease API through a kube-apiserver that can die: while down, every call
+// fails as a refused connection does.
+type downLeases struct {
+	*fakeLeases
+	down bool
+}
+
+var errRefused = errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+
+func (d *downLeases) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if d.down {
+		return nil, errRefused
+	}
+	return d.fakeLeases.Get(ctx, name, o)
+}
+
+func (d *downLeases) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if d.down {
+		return nil, errRefused
+	}
+	return d.fakeLeases.Update(ctx, l, o)
+}
+
+// Issue 14, local kube-apiserver dead: the leader whose own kube-apiserver refuses
+// connections steps down and releases the Lease through another node's kube-apiserver, so
+// that a follower takes over at once instead of after the lease duration. Without a
+// fallback the release fails and the Lease can only expire.
+func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneIsDead(t *testing.T) {
+	for _, withFallback := range []bool{true, false} {
+		h := newHarness()
+		tm := timing.Defaults()
+		local := &downLeases{fakeLeases: h.leases}
+		healthy := true
+		cfg := Config{
+			Leases: local, Name: "kube-vip-agent", Identity: "node-a", Timings: tm,
+			Eligible: func() bool { return healthy }, Clock: h.clock, Log: logr.Discard(),
+			Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
+		}
+		if withFallback {
+			cfg.Fallbacks = []LeaseClient{&downLeases{fakeLeases: h.leases, down: true}, h.leases}
+		}
+		a, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := h.candidate(t, "node-b", tm)
+		a.tryAcquireOrRenew(context.Background())
+		if !a.leading {
+			t.Fatal("node-a did not acquire")
+		}
+		local.down, healthy = true, false
+		a.step(context.Background())
+		if a.leading {
+			t.Fatal("the leader whose kube-apiserver died did not step down")
+		}
+		released := isRelease(h.leases.current())
+		b.observe(h.leases.current(), false)
+		switch {
+		case withFallback && (!released || h.leases.current().Annotations[ReleasedByAnnotation] != "node-a"):
+			t.Fatalf("with a second kube-apiserver the Lease was not released by node-a: %+v", h.leases.current())
+		case withFallback && !b.canAcquire(h.clock.Now()):
+			t.Fatal("the follower may not take the release at once")
+		case !withFallback && released:
+			t.Fatal("without a fallback the release cannot have been written (the test does not test what it should)")
+		}
 	}
 }

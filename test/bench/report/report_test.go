@@ -50,7 +50,7 @@ func TestTables(t *testing.T) {
 		"1/2",                              // crash: 1 of 2 planned runs
 		"0.05s [1]",                        // two-holder time
 		"1 (cap 15.00s)",                   // kube-vip never moved
-		"goal <= 0.3s",                     //
+		"goal <= 0.15s, no 2 holders",      //
 		"ref never moves",                  //
 		"ARP X,Y,X  on revert  x kube-vip", // header aligned with the rows
 		"29.0 MB",                          // binary

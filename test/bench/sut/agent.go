@@ -6,6 +6,8 @@ package sut
 
 import (
 	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -44,6 +46,12 @@ func (a Agent) Prepare(c Cluster, i int, _ string) (Command, error) {
 		return Command{}, fmt.Errorf("node %d out of range", i)
 	}
 	n := c.Nodes[i]
+	// As the extension deploys it: every control-plane node's kube-apiserver (the
+	// extension passes all of them; the agent's own is among them).
+	var peers []string
+	for _, p := range c.Nodes {
+		peers = append(peers, "https://"+netip.AddrPortFrom(p.IP, 6443).String())
+	}
 	return Command{
 		Path: a.Path,
 		Args: []string{
@@ -51,6 +59,7 @@ func (a Agent) Prepare(c Cluster, i int, _ string) (Command, error) {
 			"--vip=" + c.VIP.String(),
 			"--interface=" + n.Interface,
 			"--kubeconfig=" + n.Kubeconfig,
+			"--peer-apiserver-urls=" + strings.Join(peers, ","),
 		},
 	}, nil
 }
