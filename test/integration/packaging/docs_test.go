@@ -5,10 +5,12 @@
 package packaging
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,55 @@ func TestDocumentedDefaults(t *testing.T) {
 	}
 	if got, err := time.ParseDuration(chart.VerifyInterval); err != nil || got != exposure.DefaultVerifyInterval {
 		t.Errorf("chart value verifyInterval = %q, the code's default is %s", chart.VerifyInterval, exposure.DefaultVerifyInterval)
+	}
+}
+
+// TestAgentCLIDefaultsDocumented checks the agent's flag table in docs/design.md ("Agent
+// CLI") against agent.DefaultConfig, and the agent's probe as test/bench/README.md
+// describes the benchmarked defaults.
+func TestAgentCLIDefaultsDocumented(t *testing.T) {
+	root := repoRoot(t)
+	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// | `--a` / `--b` | `x` / `y` | meaning |
+	documented := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| (`--[^|]+) \\| (`[^|]+) \\|").FindAllSubmatch(design, -1) {
+		flags, values := strings.Split(string(m[1]), " / "), strings.Split(string(m[2]), " / ")
+		if len(flags) != len(values) {
+			continue
+		}
+		for i := range flags {
+			documented[strings.Trim(flags[i], "` ")] = strings.Trim(values[i], "` ")
+		}
+	}
+	def := agent.DefaultConfig()
+	want := map[string]string{
+		"--lease-duration":           def.LeaseDuration.String(),
+		"--renew-deadline":           def.RenewDeadline.String(),
+		"--retry-period":             def.RetryPeriod.String(),
+		"--vip-lifetime":             def.VIPLifetime.String(),
+		"--arp-interval":             def.ARPInterval.String(),
+		"--apiserver-url":            def.APIServerURL,
+		"--apiserver-server-name":    def.APIServerServerName,
+		"--health-period":            def.HealthPeriod.String(),
+		"--health-timeout":           def.HealthTimeout.String(),
+		"--health-failure-threshold": strconv.Itoa(def.HealthFailureThreshold),
+		"--metrics-address":          def.MetricsAddress,
+	}
+	for flag, value := range want {
+		if got, ok := documented[flag]; !ok || got != value {
+			t.Errorf("docs/design.md: %s defaults to %q, the code to %q", flag, got, value)
+		}
+	}
+
+	bench, err := os.ReadFile(filepath.Join(root, "test", "bench", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := fmt.Sprintf("probe every %s, closed after %d failures", strings.TrimSuffix(def.HealthPeriod.String(), "s")+" s", def.HealthFailureThreshold)
+	if !strings.Contains(string(bench), probe) {
+		t.Errorf("test/bench/README.md does not describe the agent's probe as %q", probe)
 	}
 }
