@@ -8,14 +8,15 @@ import "time"
 
 // Goal is a target for this project's agent in one scenario.
 type Goal struct {
-	// Outage bounds the p95 outage; zero means no bound.
+	// Outage bounds the longest outage of the runs; zero means no bound.
 	Outage time.Duration
 	// NoTwoHolders asks for zero time with the VIP on two nodes.
 	NoTwoHolders bool
 	Text         string
 }
 
-// Goals are the agent's targets (the project's guide and issue 14), per scenario.
+// Goals are the agent's targets (the project's guide and issue 14: the maximum over at
+// least 10 runs), per scenario. Link down's 1.2 s holds also when the cut node leads etcd.
 var Goals = map[string]Goal{
 	"graceful":       {Outage: 150 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.15s, no 2 holders"},
 	"crash":          {Outage: 500 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.5s, no 2 holders"},
