@@ -52,9 +52,7 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	if e.Message != "" {
-		// Neutron ends its messages with a period; the hint follows after a semicolon, in
-		// the same sentence.
-		b.WriteString(": " + strings.TrimRight(e.Message, ". "))
+		b.WriteString(": " + oneSentence(e.Message))
 	}
 	if e.Hint != "" {
 		b.WriteString("; " + e.Hint)
@@ -243,4 +241,13 @@ func isCertificateError(err error) bool {
 		invalid      x509.CertificateInvalidError
 	)
 	return errors.As(err, &verification) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// oneSentence folds an OpenStack message into a clause of one sentence: Neutron's messages
+// end with a period and some have two sentences ("… is not reachable from subnet ….
+// Therefore, cannot associate …"); the hint follows after a semicolon.
+func oneSentence(msg string) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = strings.ReplaceAll(msg, ". ", "; ")
+	return strings.TrimRight(msg, ". ")
 }

@@ -56,3 +56,15 @@ func TestM8ErrorCodesMatchGardenerRetries(t *testing.T) {
 		})
 	}
 }
+
+// An OpenStack message of two sentences with a trailing period becomes a clause of the one
+// sentence that ends with the hint.
+func TestErrorIsOneSentence(t *testing.T) {
+	e := &Error{Op: "create the floating IP", StatusCode: 404, Type: "ExternalGatewayForFloatingIPNotFound",
+		Message: "External network n1 is not reachable from subnet s1.  Therefore, cannot associate Port p1 with a Floating IP.",
+		Hint:    "connect the node subnet through a router with a gateway to the floating pool network"}
+	want := "create the floating IP failed (HTTP 404 ExternalGatewayForFloatingIPNotFound): External network n1 is not reachable from subnet s1; Therefore, cannot associate Port p1 with a Floating IP; connect the node subnet through a router with a gateway to the floating pool network"
+	if got := e.Error(); got != want {
+		t.Fatalf("Error() =\n%q\nwant\n%q", got, want)
+	}
+}

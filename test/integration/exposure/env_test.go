@@ -365,3 +365,12 @@ func clientKey(name string) client.ObjectKey { return client.ObjectKey{Namespace
 func portFilterIP(networkID, ip string) openstack.PortFilter {
 	return openstack.PortFilter{NetworkID: networkID, FixedIPs: []string{ip}}
 }
+
+// oneSentence fails the test unless the lastError description is one sentence: one line,
+// no sentence boundary inside.
+func oneSentence(t *testing.T, description string) {
+	t.Helper()
+	if strings.Contains(description, "\n") || strings.Contains(description, ". ") || strings.Contains(description, ".;") {
+		t.Errorf("lastError is not one sentence: %q", description)
+	}
+}

@@ -101,5 +101,15 @@ func TestFloatingPoolNameChoosesAmongTwoExternalNetworks(t *testing.T) {
 		if len(got.Status.Ingress) != 0 {
 			t.Errorf("ingress %v without a floating IP", got.Status.Ingress)
 		}
+		t.Logf("codes: %v", got.Status.LastError.Codes)
+		oneSentence(t, msg)
+		// The operator names the pool the router reaches; no floating IP was ever made,
+		// so the exposure may still choose its pool, and converges.
+		fixed := triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) {
+			x.Spec.ProviderConfig = rawConfig(fmt.Sprintf(`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingPoolName":%q}`, e.os.ExternalNetworkName))
+		})()
+		if len(fixed.Status.Ingress) != 1 || len(taggedPorts(t, ctx, e, identity)) != 1 {
+			t.Errorf("after the pool was fixed: ingress %v, want one floating IP and one VIP port", fixed.Status.Ingress)
+		}
 	})
 }

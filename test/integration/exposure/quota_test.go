@@ -6,12 +6,19 @@ package exposure_test
 
 import (
 	"context"
+	"encoding/pem"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	corev1 "k8s.io/api/core/v1"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -79,9 +86,7 @@ func TestQuotaExhaustedThenRaised(t *testing.T) {
 			if !slices.Contains(le.Codes, gardencorev1beta1.ErrorInfraQuotaExceeded) {
 				t.Errorf("codes %v, want %s", le.Codes, gardencorev1beta1.ErrorInfraQuotaExceeded)
 			}
-			if strings.Contains(le.Description, "\n") || strings.Contains(le.Description, ".;") {
-				t.Errorf("lastError is not one sentence: %q", le.Description)
-			}
+			oneSentence(t, le.Description)
 			if len(got.Status.Ingress) != 0 {
 				t.Errorf("ingress %v despite the error", got.Status.Ingress)
 			}
@@ -117,5 +122,143 @@ func TestQuotaExhaustedThenRaised(t *testing.T) {
 			}
 			checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
 		})
+	}
+}
+
+// TestKeystoneCertificateThatDoesNotVerify: docs/operations.md's "certificate" row. The
+// credentials Secret points authURL at a Keystone whose TLS certificate no CA in the
+// Secret signs: ERR_CONFIGURATION_PROBLEM in one line naming the certificate, nothing
+// created; once the operator puts the right CA into the Secret (caCert), the exposure
+// converges.
+func TestKeystoneCertificateThatDoesNotVerify(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// A TLS front of the real Keystone with a certificate of its own test CA.
+	keystone, err := url.Parse(e.os.AuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewTLSServer(httputil.NewSingleHostReverseProxy(&url.URL{Scheme: keystone.Scheme, Host: keystone.Host}))
+	defer front.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})
+
+	startController(t, e)
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	secretName := passwordSecret(t, ctx, e, identity, e.os.Password)
+	setSecretKey(t, ctx, e, secretName, "authURL", front.URL+keystone.Path)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes, secretName: secretName})
+	create(t, ctx, e, exp, identity)
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		return x.Status.LastError != nil
+	})
+	le := got.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) || !strings.Contains(le.Description, "certificate") {
+		t.Errorf("lastError %q %v, want %s naming the certificate", le.Description, le.Codes, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	oneSentence(t, le.Description)
+	if p := taggedPorts(t, ctx, e, identity); len(p) != 0 {
+		t.Errorf("%d VIP ports created although Keystone could not be trusted", len(p))
+	}
+
+	// The operator adds the CA that signed Keystone's certificate.
+	setSecretKey(t, ctx, e, secretName, "caCert", string(caPEM))
+	final := triggerReconcile(t, ctx, e, exp, nil)()
+	if len(final.Status.Ingress) != 1 || len(taggedPorts(t, ctx, e, identity)) != 1 {
+		t.Errorf("after the CA was added: ingress %v, want one floating IP and one VIP port", final.Status.Ingress)
+	}
+}
+
+func setSecretKey(t *testing.T, ctx context.Context, e *sharedEnv, name, key, value string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := e.cp.Client.Get(ctx, clientKey(name), s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data[key] = []byte(value)
+	if err := e.cp.Client.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExternalNetworkWithoutFreeAddresses: docs/operations.md's "ExternalIpAddressExhausted"
+// row. The floating pool's subnet has no free address left (its allocation pool shrunk by
+// the admin to the router's own gateway address): ERR_INFRA_QUOTA_EXCEEDED in one sentence,
+// the VIP port kept and no floating IP; once addresses are free again, the exposure
+// converges.
+func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if e.os.AdminPassword == "" {
+		framework.Unavailable(t, "the OpenStack env file names no admin (OS_ADMIN_PASSWORD); restart it with hack/openstack.sh up")
+	}
+	admin, err := e.os.AdminNetwork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := subnets.List(admin.ServiceClient(), subnets.ListOpts{NetworkID: e.os.ExternalNetworkID}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	external, err := subnets.ExtractSubnets(pages)
+	if err != nil || len(external) != 1 {
+		t.Fatalf("want the one subnet of the floating pool: %v, %d", err, len(external))
+	}
+	router, err := routers.Get(ctx, admin.ServiceClient(), e.os.RouterID).Extract()
+	if err != nil || len(router.GatewayInfo.ExternalFixedIPs) == 0 {
+		t.Fatalf("reading the router's gateway: %v", err)
+	}
+	gateway := router.GatewayInfo.ExternalFixedIPs[0].IPAddress
+	setPools := func(pools []subnets.AllocationPool) error {
+		_, err := subnets.Update(context.Background(), admin.ServiceClient(), external[0].ID, subnets.UpdateOpts{AllocationPools: pools}).Extract()
+		return err
+	}
+	if err := setPools([]subnets.AllocationPool{{Start: gateway, End: gateway}}); err != nil {
+		t.Fatalf("shrinking the floating pool: %v", err)
+	}
+	restored := false
+	t.Cleanup(func() {
+		if !restored {
+			if err := setPools(external[0].AllocationPools); err != nil {
+				t.Errorf("restoring the floating pool's allocation pools: %v", err)
+			}
+		}
+	})
+
+	startController(t, e)
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		return x.Status.LastError != nil
+	})
+	le := got.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorInfraQuotaExceeded) {
+		t.Errorf("codes %v, want %s", le.Codes, gardencorev1beta1.ErrorInfraQuotaExceeded)
+	}
+	oneSentence(t, le.Description)
+	portsNow := taggedPorts(t, ctx, e, identity)
+	if len(portsNow) != 1 {
+		t.Fatalf("%d VIP ports while the pool is exhausted, want the one", len(portsNow))
+	}
+	if fips := floatingIPsOfPort(t, ctx, e, portsNow[0].ID); len(fips) != 0 {
+		t.Errorf("floating IPs %v from an exhausted pool", fips)
+	}
+
+	if err := setPools(external[0].AllocationPools); err != nil {
+		t.Fatalf("restoring the floating pool: %v", err)
+	}
+	restored = true
+	final := triggerReconcile(t, ctx, e, exp, nil)()
+	if len(final.Status.Ingress) != 1 {
+		t.Errorf("after addresses were freed: ingress %v, want the floating IP", final.Status.Ingress)
+	}
+	if after := taggedPorts(t, ctx, e, identity); len(after) != 1 || after[0].ID != portsNow[0].ID {
+		t.Errorf("the VIP port was not kept across the error: %d ports", len(after))
 	}
 }

@@ -173,9 +173,7 @@ func TestErrorsInStatus(t *testing.T) {
 					t.Errorf("status leaks a secret")
 				}
 			}
-			if strings.Contains(le.Description, "\n") || strings.Contains(le.Description, ".;") {
-				t.Errorf("lastError is not one sentence: %q", le.Description)
-			}
+			oneSentence(t, le.Description)
 			if len(got.Status.Ingress) != 0 {
 				t.Errorf("ingress %v despite the error", got.Status.Ingress)
 			}
