@@ -123,8 +123,14 @@ func dialSendOnly(ifi *net.Interface) (*arp.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("assembling the socket filter: %w", err)
 	}
+	return dial(ifi, &packet.Config{Filter: dropAll})
+}
+
+// dial opens an ARP socket on ifi with the given packet configuration (nil: receive every
+// ARP frame).
+func dial(ifi *net.Interface, cfg *packet.Config) (*arp.Client, error) {
 	const etherTypeARP = 0x0806
-	conn, err := packet.Listen(ifi, packet.Raw, etherTypeARP, &packet.Config{Filter: dropAll})
+	conn, err := packet.Listen(ifi, packet.Raw, etherTypeARP, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening an ARP socket on %s: %w", ifi.Name, err)
 	}

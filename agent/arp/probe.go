@@ -16,7 +16,6 @@ import (
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
-	"github.com/mdlayher/packet"
 )
 
 // Prober asks the LAN whether another host still holds the VIP: the takeover guard. A
@@ -51,15 +50,9 @@ func (p *Prober) Holder(ctx context.Context, window time.Duration) (net.Hardware
 	if err != nil {
 		return nil, err
 	}
-	const etherTypeARP = 0x0806
-	conn, err := packet.Listen(ifi, packet.Raw, etherTypeARP, nil)
+	c, err := dial(ifi, nil)
 	if err != nil {
-		return nil, fmt.Errorf("opening an ARP socket on %s: %w", ifi.Name, err)
-	}
-	c, err := arp.New(ifi, conn)
-	if err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("ARP client on %s: %w", ifi.Name, err)
+		return nil, err
 	}
 	defer func() { _ = c.Close() }()
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -373,4 +375,33 @@ func oneSentence(t *testing.T, description string) {
 	if strings.Contains(description, "\n") || strings.Contains(description, ". ") || strings.Contains(description, ".;") {
 		t.Errorf("lastError is not one sentence: %q", description)
 	}
+}
+
+// adminNetwork is the local cloud's admin; without one in the env file the test ends as
+// unavailable.
+func adminNetwork(t *testing.T, ctx context.Context, e *sharedEnv) *openstack.Network {
+	t.Helper()
+	if e.os.AdminPassword == "" {
+		framework.Unavailable(t, "the OpenStack env file names no admin (OS_ADMIN_PASSWORD); restart it with hack/openstack.sh up")
+	}
+	admin, err := e.os.AdminNetwork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin
+}
+
+// waitForError waits for lastError and checks that it carries code and is one sentence.
+func waitForError(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, code gardencorev1beta1.ErrorCode) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		return x.Status.LastError != nil
+	})
+	le := got.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !slices.Contains(le.Codes, code) {
+		t.Errorf("codes %v, want %s", le.Codes, code)
+	}
+	oneSentence(t, le.Description)
+	return got
 }

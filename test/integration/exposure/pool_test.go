@@ -19,20 +19,13 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
-	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
 // secondExternalNetwork creates, as the cloud's admin, another external network (floating
 // pool) with a subnet, and removes it when the test ends.
 func secondExternalNetwork(t *testing.T, ctx context.Context, e *sharedEnv) (id, name string) {
 	t.Helper()
-	if e.os.AdminPassword == "" {
-		framework.Unavailable(t, "the OpenStack env file names no admin (OS_ADMIN_PASSWORD); restart it with hack/openstack.sh up")
-	}
-	admin, err := e.os.AdminNetwork(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminNetwork(t, ctx, e)
 	name = "pool-b-" + rand.String(5)
 	up := true
 	net, err := networks.Create(ctx, admin.ServiceClient(), external.CreateOptsExt{
