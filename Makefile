@@ -4,7 +4,7 @@
 
 # gardener-extension-kube-vip
 #
-#   make demo   the extension end to end on network namespaces + local Keystone/Neutron (make demo-down stops it)
+#   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
 #   make check  vet, gofmt, the SPDX headers, the generate check, golangci-lint
 #   make test   make check, unit tests, integration tests against the real parts
 #
@@ -168,9 +168,11 @@ env-status:
 	hack/local-env.sh status
 
 .PHONY: demo demo-down
-# The extension end to end (root, ~2 min once the kube binaries are built): a self-hosted
-# shoot of network namespaces, local Keystone + Neutron, the controller, the agents, a
-# SelfHostedShootExposure and a live failover; runs on in the background (hack/demo.sh).
+# The extension end to end (root; about a minute once the kube binaries are built): a
+# self-hosted shoot of 3 real nodes (test/nodes: containerd + kubelet + etcd +
+# kube-apiserver each), local Keystone + Neutron, the extension installed from its chart
+# (controller and agents as pods), a SelfHostedShootExposure and a live failover; runs on
+# in the background (hack/demo.sh) and writes .local/demo/env.sh.
 demo:
 	rc=0; hack/demo.sh up || rc=$$?; hack/handback.sh || true; exit $$rc
 # Stops the demo (its exposure is deleted through the controller), then the local env.

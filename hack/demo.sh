@@ -3,19 +3,21 @@
 #
 # SPDX-License-Identifier: Apache-2.0
 
-# The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot made of
-# network namespaces (test/netns), the local Keystone + Neutron (hack/openstack.sh), the
-# controller and the node agents, a SelfHostedShootExposure and a live failover. The demo
-# program (test/demo) runs in the background until `down`.
+# The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot of three
+# real nodes (test/nodes: a network namespace each, with containerd, a kubelet, etcd and
+# kube-apiserver), the local Keystone + Neutron (hack/openstack.sh), the extension installed
+# from its Helm chart (the controller and the agents run as pods), a SelfHostedShootExposure
+# and a live failover. The demo program (test/demo) runs in the background until `down`.
 #
 #   hack/demo.sh up                 build, start in the background, stream the progress until READY
 #   hack/demo.sh down               stop the demo (it deletes the exposure through the controller,
-#                                   stops the agents and removes its namespaces), then Keystone + Neutron if up started them
+#                                   stops the cluster and removes its namespaces, mounts and cgroups),
+#                                   then Keystone + Neutron if up started them
 #   hack/demo.sh status             what runs
 #   hack/demo.sh neutron PATH [JQ]  GET a Neutron API path as the demo project, e.g. '/v2.0/ports'
 #
 # DEMO_KEEP_ENV=1 makes `down` leave Keystone + Neutron running (e.g. when other work uses them).
-# Needs root. State, logs and kubeconfigs: .local/demo/.
+# Needs root. State, logs and env.sh (source it to try the front door): .local/demo/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,11 +26,10 @@ DEMO=$LOCAL/demo
 BIN=$DEMO/bin
 PIDFILE=$DEMO/demo.pid
 LOG=$DEMO/demo.log
-OS_ENV=$LOCAL/openstack/env.sh
+OS_ENV=${KUBE_VIP_OPENSTACK_ENV:-$LOCAL/openstack/env.sh}
 # Present when `up` brought Keystone + Neutron up: `down` stops them only then.
 OPENSTACK_MARKER=$DEMO/openstack-started
 PREFIX=kvd-
-METRICS_ADDRESS=127.0.0.1:18480
 READY_TIMEOUT=${DEMO_READY_TIMEOUT:-900}
 STOP_TIMEOUT=240
 export GONOSUMDB=${GONOSUMDB:-github.com/gardener,github.com/kube-vip,github.com/mdlayher}
@@ -97,13 +98,19 @@ remove_namespaces() {
   done
 }
 
-# stale namespaces of a demo whose process is gone (a crash or SIGKILL)
+# what a demo whose process is gone (a crash or SIGKILL) left: its namespaces (and what
+# runs in them), the containers' shims and the mounts below the state directory
 sweep_stale() {
-  local ns pid
+  local ns pid m
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX" || true); do
     pid=${ns#"$PREFIX"}
     pid=${pid%%-*}
     if ! kill -0 "$pid" 2>/dev/null; then remove_namespaces "^$ns\$"; fi
+  done
+  demo_pid >/dev/null && return 0
+  for pid in $(pgrep -f -- "$DEMO/" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  for m in $(awk -v d="$DEMO/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null && log "unmounted leftover $m"
   done
 }
 
@@ -117,16 +124,16 @@ up() {
   rm -f "$PIDFILE"
   sweep_stale
   mkdir -p "$BIN"
-  assets=$("$ROOT/hack/build-kube-binaries.sh")
+  "$ROOT/hack/install-deps.sh"
+  "$ROOT/hack/build-kube-binaries.sh" nodes >/dev/null
   mkdir -p "$DEMO"
   if ! "$ROOT/hack/openstack.sh" status >/dev/null 2>&1; then touch "$OPENSTACK_MARKER"; fi
   "$ROOT/hack/openstack.sh" up
-  log "building kube-vip-agent and the demo program"
-  (cd "$ROOT" && go build -o "$BIN/kube-vip-agent" ./cmd/kube-vip-agent && go build -o "$BIN/demo" ./test/demo)
+  log "building the demo program (it builds the images itself)"
+  (cd "$ROOT" && go build -o "$BIN/demo" ./test/demo)
 
   : >"$LOG" # a fresh log: follow_until must not find the READY of an earlier run
-  setsid "$BIN/demo" --state-dir "$DEMO" --kube-bin-dir "$assets" --agent-binary "$BIN/kube-vip-agent" \
-    --openstack-env "$OS_ENV" --prefix "$PREFIX" --metrics-address "$METRICS_ADDRESS" >"$LOG" 2>&1 </dev/null &
+  setsid "$BIN/demo" --state-dir "$DEMO" --openstack-env "$OS_ENV" --prefix "$PREFIX" >"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   log "demo program started (pid $pid, log $LOG)"
@@ -182,10 +189,10 @@ down() {
 
   left=""
   if ip netns list 2>/dev/null | grep -q "^$PREFIX"; then left+=" namespaces:$(ip netns list | awk '{print $1}' | grep "^$PREFIX" | tr '\n' ' ')"; fi
-  if pgrep -f "^$BIN/" >/dev/null 2>&1; then left+=" processes:$(pgrep -f "^$BIN/" | tr '\n' ' ')"; fi
-  if ss -Hltn "sport = :${METRICS_ADDRESS##*:}" 2>/dev/null | grep -q .; then left+=" listener:$METRICS_ADDRESS"; fi
+  if pgrep -f -- "$DEMO/" >/dev/null 2>&1; then left+=" processes:$(pgrep -f -- "$DEMO/" | tr '\n' ' ')"; fi
+  if awk -v d="$DEMO/" 'index($2, d) == 1 {f=1} END {exit !f}' /proc/self/mounts; then left+=" mounts below $DEMO"; fi
   [ -z "$left" ] || die "left behind:$left"
-  log "down: no demo namespace, process or listener is left (logs stay in $DEMO)"
+  log "down: no demo namespace, process or mount is left (logs stay in $DEMO)"
 }
 
 status() {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,59 +15,44 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
-	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
 
 // demo is one run: what it started, so that down stops exactly that.
 type demo struct {
 	opts *options
 	out  *progress
-	// log receives the controller's and the harness's logs (file controller.log).
+	// log receives the cluster's and the harness's logs (file demo-debug.log).
 	log     logr.Logger
 	logFile *os.File
 
-	osEnv   framework.OpenStackEnv
-	neutron *openstack.Network
+	osEnv framework.OpenStackEnv
+	// ports maps a node's name to the Neutron machine port that hack/openstack.sh
+	// provisioned for its IP.
+	ports map[string]string
 
-	h      *netns.Harness
-	nodes  []shootNode
-	scheme *runtime.Scheme
-	// c talks to the shoot's kube-apiserver on node1 (no cache).
-	c client.Client
-	// restConfig is c's config; the manager uses it too.
-	restConfig *rest.Config
-
-	controller *controllerRun
-	kubelet    *kubelet
-	exposure   *exposureRun
-}
-
-// shootNode is a control-plane Node of the shoot and the namespace that plays its machine.
-type shootNode struct {
-	// name is the Node's name (node-0, node-1, ...) and the agent's identity in the Lease.
-	name string
-	ns   *netns.Node
-	// portID is the Neutron port that hack/openstack.sh provisioned for this node's IP.
-	portID string
-	// kubeconfig is the admin kubeconfig for the node's own kube-apiserver (127.0.0.1:6443).
-	kubeconfig string
+	cluster *nodes.Cluster
+	ext     *extension.Extension
+	// created says that the exposure was created, so that down deletes it.
+	created bool
+	status  *v1alpha1.ExposureStatus
 }
 
 func newDemo(opts *options) (*demo, error) {
 	if err := os.MkdirAll(opts.stateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	logPath := filepath.Join(opts.stateDir, "controller.log")
-	f, err := os.Create(logPath)
+	f, err := os.Create(filepath.Join(opts.stateDir, "demo-debug.log"))
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
@@ -77,12 +61,7 @@ func newDemo(opts *options) (*demo, error) {
 	// complains on stderr after 30s.
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log.WithName("client-go"))
-	return &demo{
-		opts:    opts,
-		out:     newProgress(os.Stdout),
-		log:     log,
-		logFile: f,
-	}, nil
+	return &demo{opts: opts, out: newProgress(os.Stdout), log: log, logFile: f}, nil
 }
 
 // close closes the log file; call it last.
@@ -93,26 +72,22 @@ func (d *demo) close() {
 // up brings everything up, shows it and performs the failover. On error, what was
 // started stays recorded in d for down.
 func (d *demo) up(ctx context.Context) error {
-	d.out.Printf("gardener-extension-kube-vip demo; logs and kubeconfigs in %s", d.opts.stateDir)
+	d.out.Printf("gardener-extension-kube-vip demo; logs, env.sh and the cluster's state in %s", d.opts.stateDir)
 
 	d.out.Step(1, "Local OpenStack: Keystone + Neutron (hack/openstack.sh)")
 	if err := d.openStack(ctx); err != nil {
 		return err
 	}
 
-	d.out.Step(2, "The self-hosted shoot: 3 control-plane node namespaces with etcd + kube-apiserver, and a client namespace")
-	if err := d.startShoot(ctx); err != nil {
-		return err
-	}
-	if err := d.bootstrapShoot(ctx); err != nil {
+	d.out.Step(2, "The self-hosted shoot: 3 control-plane nodes, each a network namespace with containerd, a kubelet, etcd and kube-apiserver")
+	if err := d.startCluster(ctx); err != nil {
 		return err
 	}
 
-	d.out.Step(3, "Controllers (SelfHostedShootExposure + node tracking) in this process, and the kubelet stand-in")
-	if err := d.startController(ctx); err != nil {
+	d.out.Step(3, "The extension as an operator installs it: the Gardener objects gardenadm creates, then the Helm chart")
+	if err := d.install(ctx); err != nil {
 		return err
 	}
-	d.startKubelet(ctx)
 
 	d.out.Step(4, "SelfHostedShootExposure kube-system/kube-apiserver")
 	if err := d.createExposure(ctx); err != nil {
@@ -121,24 +96,30 @@ func (d *demo) up(ctx context.Context) error {
 	if err := d.showExposure(ctx); err != nil {
 		return err
 	}
+	if err := d.showAgents(ctx); err != nil {
+		return err
+	}
 
 	d.out.Step(5, "The API through the VIP, from the client namespace")
 	if err := d.proveAPI(ctx); err != nil {
 		return err
 	}
 
-	d.out.Step(6, "Live failover: SIGTERM to the leader's agent while a prober polls https://VIP:6443/readyz")
+	d.out.Step(6, "Live failover: the leader's agent pod is deleted while a prober polls https://VIP:6443/readyz")
 	if err := d.failover(ctx); err != nil {
 		return err
 	}
 
 	d.out.Step(7, "Look around")
+	if err := d.writeEnv(); err != nil {
+		return err
+	}
 	d.lookAround()
 	d.out.Raw(fmt.Sprintf("READY: the demo runs in the background (pid %d); stop it and everything else with: make demo-down", os.Getpid()))
 	return nil
 }
 
-// openStack loads and checks the local OpenStack and the node ports it provisioned.
+// openStack loads and checks the local OpenStack and the machine ports it provisioned.
 func (d *demo) openStack(ctx context.Context) error {
 	env, err := framework.LoadOpenStackEnv(d.opts.openstackEnv)
 	if err != nil {
@@ -151,23 +132,6 @@ func (d *demo) openStack(ctx context.Context) error {
 	}
 	d.osEnv = env
 	d.out.Printf("Keystone %s, Neutron %s, project %s, region %s", env.AuthURL, env.NeutronURL, env.ProjectName, env.Region)
-
-	// The demo's own Neutron client, to read back what the controller did; its requests
-	// are not counted in the controller's metrics.
-	factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
-	d.neutron, err = factory.Network(ctx, openstack.AuthConfig{
-		Credentials: &openstack.Credentials{
-			DomainName:                  env.DomainName,
-			TenantName:                  env.ProjectName,
-			ApplicationCredentialID:     env.ApplicationCredentialID,
-			ApplicationCredentialSecret: env.ApplicationCredentialSecret,
-		},
-		AuthURL: env.AuthURL,
-		Region:  env.Region,
-	})
-	if err != nil {
-		return fmt.Errorf("authenticating at Keystone: %w", err)
-	}
 	d.out.Printf("node subnet 198.18.0.0/24 in network %s, floating IPs from %q (198.19.0.0/24)", env.NetworkID, env.ExternalNetworkName)
 	for i, id := range env.NodePortIDs {
 		d.out.Printf("machine port %s  fixed IP %s  (device_owner compute:nova)", id, env.NodeIPs[i])
@@ -175,122 +139,120 @@ func (d *demo) openStack(ctx context.Context) error {
 	return nil
 }
 
-// startShoot starts the harness and matches its nodes with the Neutron node ports.
-func (d *demo) startShoot(ctx context.Context) error {
-	vip := netip.MustParseAddr(d.opts.vip)
-	harnessDir := filepath.Join(d.opts.stateDir, "shoot")
-	// Certificates and etcd data of an earlier run are of no use (new CA, new cluster).
-	if err := os.RemoveAll(harnessDir); err != nil {
-		return fmt.Errorf("removing %s: %w", harnessDir, err)
+// startCluster brings the real-node cluster up and matches its nodes with the machine
+// ports.
+func (d *demo) startCluster(ctx context.Context) error {
+	dir := d.clusterDir()
+	// State of an earlier run is of no use (new CA, new cluster); its mounts went with it.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing %s: %w", dir, err)
 	}
-	d.out.Printf("starting 3 etcd members and 3 kube-apiservers (prefix %s, VIP %s) ...", d.opts.prefix, vip)
-	startCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	d.out.Printf("building the images (controller, agent, sandbox) with go-containerregistry, starting the namespaces, containerd, kubelets ...")
+	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	h, err := netns.New(startCtx, netns.Options{
-		Prefix:       d.opts.prefix,
-		Nodes:        len(d.osEnv.NodeIPs),
-		VIP:          vip,
-		ControlPlane: true,
-		BinDir:       d.opts.kubeBinDir,
-		Dir:          harnessDir,
-		Log:          d.log.WithName("harness"),
+	c, err := nodes.New(startCtx, nodes.Options{Dir: dir, Prefix: d.opts.prefix, ImageVersion: "demo", Log: d.log.WithName("nodes")})
+	if c != nil {
+		d.cluster = c
+	}
+	if err != nil {
+		return fmt.Errorf("starting the cluster: %w", err)
+	}
+	var phases []string
+	for _, p := range c.BringUp {
+		phases = append(phases, fmt.Sprintf("%s %s", p.Name, p.Took.Round(100*time.Millisecond)))
+	}
+	d.out.Printf("up: %s", strings.Join(phases, ", "))
+	d.ports = map[string]string{}
+	for _, n := range c.Nodes() {
+		i := slices.Index(d.osEnv.NodeIPs, n.IP().String())
+		if i < 0 {
+			return fmt.Errorf("%s has %s, which no Neutron machine port has (%v)", n.Name(), n.IP(), d.osEnv.NodeIPs)
+		}
+		d.ports[n.Name()] = d.osEnv.NodePortIDs[i]
+		d.out.Printf("Node %s = namespace %-20s %s  MAC %s  machine port %s", n.Name(), n.Namespace(), n.IP(), n.MAC(), d.ports[n.Name()])
+	}
+	d.out.Printf("client     = namespace %-20s %s", c.Net().Client().Namespace(), c.Net().Client().IP())
+	return d.kubectl(ctx, "get", "nodes", "-o", "wide")
+}
+
+// clusterDir holds the cluster's state and logs. Its name, with the prefix, also names the
+// nodes' cgroups, so that two runs with different prefixes do not share them.
+func (d *demo) clusterDir() string {
+	return filepath.Join(d.opts.stateDir, d.opts.prefix+"cluster")
+}
+
+// kubectl runs kubectl with the admin kubeconfig in the first node's namespace and prints
+// its output.
+func (d *demo) kubectl(ctx context.Context, args ...string) error {
+	n := d.cluster.Nodes()[0]
+	out, err := n.Run(ctx, filepath.Join(d.cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", n.Kubeconfig()}, args...)...)
+	if err != nil {
+		return err
+	}
+	d.out.Printf("$ kubectl %s", strings.Join(args, " "))
+	d.out.Block(out)
+	return nil
+}
+
+// install creates the Gardener objects and installs the chart, and waits for the
+// controller pod.
+func (d *demo) install(ctx context.Context) error {
+	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID})
+	if ext != nil {
+		d.ext = ext
+	}
+	if err != nil {
+		return fmt.Errorf("installing the extension: %w", err)
+	}
+	d.out.Printf("Gardener CRDs; in kube-system: Cluster (technical ID %s), Infrastructure (network, router, floating pool %q), Secret %s (application credential)",
+		d.opts.technicalID, d.osEnv.ExternalNetworkName, framework.CloudProviderSecretName)
+	d.out.Printf("chart rendered with gardener's chartrenderer (self-hosted values) and applied: the controller as Deployment %s/%s with the chart's RBAC",
+		extension.ReleaseNamespace, extension.ReleaseName)
+	var d0 *appsv1.Deployment
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := d.cluster.Client().AppsV1().Deployments(extension.ReleaseNamespace).Get(ctx, extension.ReleaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		d0 = got
+		return got.Status.ReadyReplicas == 1, nil
 	})
-	if h != nil {
-		d.h = h
-	}
 	if err != nil {
-		return fmt.Errorf("starting the shoot's namespaces: %w", err)
+		return fmt.Errorf("the controller pod did not become Ready: %w", err)
 	}
-	if !h.Subnet().Contains(vip) {
-		return fmt.Errorf("VIP %s is not in the node subnet %s", vip, h.Subnet())
-	}
-	for i, n := range h.Nodes() {
-		want := netip.MustParseAddr(d.osEnv.NodeIPs[i])
-		if n.IP() != want {
-			return fmt.Errorf("%s has %s but Neutron's machine port %d has %s", n.Name(), n.IP(), i, want)
-		}
-		d.nodes = append(d.nodes, shootNode{name: fmt.Sprintf("node-%d", i), ns: n, portID: d.osEnv.NodePortIDs[i], kubeconfig: n.Kubeconfig()})
-		d.out.Printf("Node %s = namespace %-22s %s  MAC %s  kube-apiserver https://%s:6443", d.nodes[i].name, n.Namespace(), n.IP(), n.MAC(), n.IP())
-	}
-	d.out.Printf("client      = namespace %-22s %s", h.Client().Namespace(), h.Client().IP())
-	return nil
-}
-
-// nodeByNamespace maps a harness node to the shoot's Node.
-func (d *demo) nodeByNamespace(n *netns.Node) *shootNode {
-	for i := range d.nodes {
-		if d.nodes[i].ns == n {
-			return &d.nodes[i]
-		}
-	}
-	return nil
-}
-
-// nodeByName returns the shoot's Node with that name.
-func (d *demo) nodeByName(name string) *shootNode {
-	for i := range d.nodes {
-		if d.nodes[i].name == name {
-			return &d.nodes[i]
-		}
-	}
-	return nil
-}
-
-// holders names the Nodes whose namespace has the VIP now.
-func (d *demo) holders() ([]string, error) {
-	hs, err := d.h.Holders()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, n := range hs {
-		if sn := d.nodeByNamespace(n); sn != nil {
-			names = append(names, sn.name)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
-func describeHolders(names []string) string {
-	if len(names) == 0 {
-		return "nobody"
-	}
-	return strings.Join(names, "+")
+	d.out.Printf("controller Ready (image %s)", d0.Spec.Template.Spec.Containers[0].Image)
+	return d.kubectl(ctx, "-n", extension.ReleaseNamespace, "get", "pods", "-o", "wide")
 }
 
 // down stops what up started, newest first: the exposure (through the controller, which
-// releases the Neutron resources), the agents, the controller, the namespaces.
+// releases the Neutron resources), the extension's forwarder, the cluster.
 func (d *demo) down(ctx context.Context) error {
 	d.out.Step(8, "Teardown")
 	var errs []error
-	if d.exposure != nil {
+	if d.created && d.ext != nil {
 		if err := d.deleteExposure(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if d.kubelet != nil {
-		d.kubelet.stop()
-		d.out.Printf("kubelet stand-in stopped (no agent runs)")
-	}
-	if d.controller != nil {
-		if err := d.controller.stop(); err != nil {
+	if d.ext != nil {
+		if err := d.ext.Teardown(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		d.out.Printf("controllers stopped")
 	}
-	if d.h != nil {
-		if err := d.h.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("removing the namespaces: %w", err))
+	if d.cluster != nil {
+		if err := d.cluster.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the cluster: %w", err))
 		}
-		// Keep the logs and certificates for a look afterwards; drop the etcd data.
-		for _, n := range d.h.Nodes() {
-			_ = os.RemoveAll(filepath.Join(d.h.Dir(), n.Name()+"-etcd"))
-		}
-		if left := leftoverNamespaces(d.h.ID()); len(left) > 0 {
-			errs = append(errs, fmt.Errorf("namespaces left: %v", left))
+		if left := d.cluster.Leftovers(); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("left behind: %q", left))
 		} else {
-			d.out.Printf("etcd members, kube-apiservers and namespaces %s-* removed (logs stay in %s)", d.h.ID(), d.h.Dir())
+			d.out.Printf("kubelets, containerd, containers, etcd, kube-apiservers, namespaces, mounts, cgroups and the kubelets' iptables chains removed")
+		}
+		// Keep the logs for a look afterwards; drop the images and containerd's content.
+		dir := d.clusterDir()
+		_ = os.RemoveAll(filepath.Join(dir, "images"))
+		for _, n := range d.cluster.Nodes() {
+			_ = os.RemoveAll(filepath.Join(dir, n.Name(), "root"))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -298,19 +260,4 @@ func (d *demo) down(ctx context.Context) error {
 	}
 	d.out.Printf("demo stopped")
 	return nil
-}
-
-// leftoverNamespaces lists the namespaces whose name starts with id.
-func leftoverNamespaces(id string) []string {
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), id+"-") {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
 
 const testTechnicalID = "kube-vip-demo-test"
@@ -56,9 +58,14 @@ func (o *output) read(t *testing.T, f *os.File) {
 	}
 }
 
+// testPrefix names the test's namespaces apart from those of a `make demo` that may run.
+const testPrefix = "kvdt-"
+
 // TestDemoEndToEnd runs the demo program as `make demo` does, against the local OpenStack
-// and the kube binaries: it must come up, show the floating IP, fail over with a measured
-// outage, and on SIGTERM release every Neutron resource and remove its namespaces.
+// and the real-node cluster: it must come up with the controller and the agents as pods
+// under containerd (3/3 Ready, agents with exactly NET_ADMIN and NET_RAW), show the
+// floating IP, fail over with a measured outage, write env.sh, and on SIGTERM release
+// every Neutron resource and leave no namespace, process, mount or cgroup behind.
 func TestDemoEndToEnd(t *testing.T) {
 	framework.RequireRoot(t)
 	osEnv := framework.OpenStack(t)
@@ -66,22 +73,17 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assets, err := framework.KubeBinaries()
-	if err != nil {
-		t.Fatalf("kube binaries: %v", err)
-	}
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	for target, pkg := range map[string]string{"kube-vip-agent": "./cmd/kube-vip-agent", "demo": "./test/demo"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, target), pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v: %s", pkg, err, out)
-		}
+	state := filepath.Join(dir, "state")
+	bin := filepath.Join(dir, "demo")
+	build := exec.Command("go", "build", "-o", bin, "./test/demo")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./test/demo: %v: %s", err, out)
 	}
 
 	neutron := neutronClient(t, osEnv)
@@ -89,13 +91,11 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "demo"),
-		"--state-dir", filepath.Join(dir, "state"),
-		"--kube-bin-dir", assets,
-		"--agent-binary", filepath.Join(bin, "kube-vip-agent"),
+	cmd := exec.Command(bin,
+		"--state-dir", state,
 		"--openstack-env", envFile,
+		"--prefix", testPrefix,
 		"--technical-id", testTechnicalID,
-		"--metrics-address", "127.0.0.1:0",
 		"--failover-probing", "5s",
 	)
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -113,6 +113,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	pid := cmd.Process.Pid
+	id := fmt.Sprintf("%s%d-", testPrefix, pid)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -120,14 +121,10 @@ func TestDemoEndToEnd(t *testing.T) {
 			select {
 			case err := <-exited:
 				t.Logf("demo stopped: %v", err)
-			case <-time.After(4 * time.Minute):
+			case <-time.After(5 * time.Minute):
 				_ = cmd.Process.Kill()
-				t.Logf("demo killed after 4 min: %v", <-exited)
+				t.Logf("demo killed after 5 min: %v", <-exited)
 			}
-		}
-		// Whatever happened: no namespace of this run may stay.
-		for _, ns := range leftoverNamespaces(fmt.Sprintf("kvd-%d", pid)) {
-			_ = exec.Command("ip", "netns", "delete", ns).Run()
 		}
 	})
 
@@ -137,8 +134,8 @@ func TestDemoEndToEnd(t *testing.T) {
 		stopped = true
 		<-readDone
 		t.Fatalf("the demo exited before READY (%v):\n%s", err, out)
-	case <-time.After(10 * time.Minute):
-		t.Fatalf("no READY within 10 minutes:\n%s", out)
+	case <-time.After(15 * time.Minute):
+		t.Fatalf("no READY within 15 minutes:\n%s", out)
 	}
 
 	text := out.String()
@@ -148,9 +145,9 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`GET https://198\.18\.0\.100:6443/readyz from \S+ \(198\.18\.0\.5\): "ok"`),
-		regexp.MustCompile(`new leader node-\d holds the Lease and the VIP`),
+		regexp.MustCompile(`new leader node\d holds the Lease and the VIP`),
 		regexp.MustCompile(`OUTAGE: `),
-		regexp.MustCompile(`the agent on node-\d runs again`),
+		regexp.MustCompile(`the DaemonSet replaced the pod: \S+ runs on node\d again`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("the output lacks %q", want)
@@ -176,8 +173,45 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("node port %d (%s) lacks the VIP pair while the demo runs", i, id)
 		}
 	}
-	if len(leftoverNamespaces(fmt.Sprintf("kvd-%d", pid))) != 5 {
-		t.Errorf("want 5 namespaces (bridge, 3 nodes, client) of the running demo, have %v", leftoverNamespaces(fmt.Sprintf("kvd-%d", pid)))
+
+	// The agents and the controller are pods: children of containerd's shim; the agents
+	// hold exactly NET_ADMIN and NET_RAW.
+	env := readEnv(t, filepath.Join(state, "env.sh"))
+	if env["DEMO_INGRESS"] != m[1] {
+		t.Errorf("env.sh: DEMO_INGRESS=%q, want the floating IP %s", env["DEMO_INGRESS"], m[1])
+	}
+	agents, controllers := 0, 0
+	for _, ns := range namespacesWithPrefix(id) {
+		if !strings.Contains(ns, "-node") {
+			continue
+		}
+		for _, p := range processesIn(t, ns) {
+			switch p.Name {
+			case "kube-vip-agent":
+				agents++
+				if p.CapEff != 1<<12|1<<13 {
+					t.Errorf("%s: agent pid %d has CapEff %#x, want exactly NET_ADMIN|NET_RAW", ns, p.PID, p.CapEff)
+				}
+			case "gardener-extens": // comm is cut at 15 characters
+				controllers++
+			default:
+				continue
+			}
+			if parent, err := nodes.ReadProcStatus(p.PPID); err != nil || parent.Name != "containerd-shim" {
+				t.Errorf("%s: %s pid %d runs under %q, want containerd-shim-runc-v2 (%v)", ns, p.Name, p.PID, parent.Name, err)
+			}
+		}
+	}
+	if agents != 3 || controllers != 1 {
+		t.Errorf("%d agent and %d controller processes in the demo's nodes, want 3 and 1", agents, controllers)
+	}
+	ready, err := exec.CommandContext(ctx, "ip", "netns", "exec", env["DEMO_NODE_NS"], env["KUBECTL"], "--kubeconfig", env["KUBECONFIG"],
+		"-n", "kube-system", "get", "daemonset", "kube-vip-agent", "-o", "jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}").CombinedOutput()
+	if err != nil || string(ready) != "3/3" {
+		t.Errorf("kubectl get ds with env.sh: %q (%v), want 3/3 ready", ready, err)
+	}
+	if n := len(namespacesWithPrefix(id)); n != 5 {
+		t.Errorf("want 5 namespaces (bridge, 3 nodes, client) of the running demo, have %v", namespacesWithPrefix(id))
 	}
 
 	// Teardown as hack/demo.sh down does it.
@@ -192,12 +226,15 @@ func TestDemoEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the demo's teardown failed (%v):\n%s", err, out)
 		}
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("the demo did not stop within 4 minutes of SIGTERM:\n%s", out)
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the demo did not stop within 5 minutes of SIGTERM:\n%s", out)
 	}
 	t.Logf("teardown took %s", time.Since(start).Round(100*time.Millisecond))
-	if left := leftoverNamespaces(fmt.Sprintf("kvd-%d", pid)); len(left) > 0 {
+	if left := namespacesWithPrefix(id); len(left) > 0 {
 		t.Errorf("namespaces left after the teardown: %v", left)
+	}
+	if left := leftUnder(t, state); len(left) > 0 {
+		t.Errorf("left after the teardown: %v", left)
 	}
 	if list, err := neutron.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: m[1]}); err != nil || len(list) > 0 {
 		t.Errorf("floating IP %s still in Neutron after the teardown (%d found, %v)", m[1], len(list), err)
@@ -211,6 +248,80 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("node port %s still allows the VIP after the teardown (%v)", id, err)
 		}
 	}
+}
+
+// readEnv reads the KEY=VALUE lines of an env.sh the demo wrote.
+func readEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if ok && !strings.HasPrefix(line, "#") {
+			if uq, err := strconv.Unquote(v); err == nil {
+				v = uq
+			}
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// namespacesWithPrefix lists the network namespaces whose name starts with prefix.
+func namespacesWithPrefix(prefix string) []string {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// processesIn is what runs in the network namespace.
+func processesIn(t *testing.T, ns string) []nodes.ProcStatus {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		t.Fatalf("ip netns pids %s: %v", ns, err)
+	}
+	var procs []nodes.ProcStatus
+	for _, f := range strings.Fields(string(out)) {
+		pid, _ := strconv.Atoi(f)
+		if st, err := nodes.ReadProcStatus(pid); err == nil {
+			procs = append(procs, st)
+		}
+	}
+	return procs
+}
+
+// leftUnder lists the mounts below dir and the processes whose command line names it.
+func leftUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var left []string
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			left = append(left, "mount "+f[1])
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), dir+"/") {
+			left = append(left, "process "+filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return left
 }
 
 func neutronClient(t *testing.T, env framework.OpenStackEnv) *openstack.Network {

@@ -3,30 +3,29 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command demo is what `make demo` runs (through hack/demo.sh): the extension's whole job
-// on a laptop-sized self-hosted shoot.
+// on a laptop-sized self-hosted shoot, installed as an operator installs it.
 //
-// The shoot is the network-namespace harness of test/netns: three control-plane node
-// namespaces on one LAN, each with an etcd member and a kube-apiserver, and a client
-// namespace. OpenStack is the local Keystone + Neutron of hack/openstack.sh, whose node
-// ports carry the same fixed IPs as the harness nodes. The demo runs the real controllers
-// (SelfHostedShootExposure and node tracking) in this process against the shoot, creates a
-// SelfHostedShootExposure, stands in for the kubelet to run the agent DaemonSet's container
-// in each node namespace, shows the floating IP, the VIP and the Neutron resources, proves
-// that the API answers through the VIP, performs one live failover, and then keeps
-// everything running until SIGTERM or SIGINT. On the way out it deletes the exposure
+// The shoot is the real-node cluster of test/nodes: three control-plane nodes, each a
+// network namespace on one LAN with its own containerd, kubelet, etcd member and
+// kube-apiserver, kube-controller-manager and kube-scheduler, and a client namespace.
+// OpenStack is the local Keystone + Neutron of hack/openstack.sh, whose machine ports carry
+// the nodes' fixed IPs. The demo creates the Gardener objects as gardenadm would, installs
+// the extension's Helm chart (the controller runs as a pod from the locally built image,
+// the agents as pods of the DaemonSet it deploys), creates a SelfHostedShootExposure,
+// shows the floating IP, the VIP and the Neutron resources, proves that the API answers
+// through the VIP, performs one live failover (the leader's agent pod is deleted) and then
+// keeps everything running until SIGTERM or SIGINT. On the way out it deletes the exposure
 // through the controller (which releases the Neutron resources), stops every process and
-// removes every namespace it created.
+// removes every namespace, mount and cgroup it created.
 //
 // It prints its progress on stdout; the line starting with "READY" says that the demo is
-// up. The controller's and the harness's logs go to files in --state-dir.
+// up. The cluster's and the test harness's logs go to files in --state-dir.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,13 +36,9 @@ import (
 // options are the demo's command line flags.
 type options struct {
 	stateDir        string
-	kubeBinDir      string
-	agentBinary     string
 	openstackEnv    string
 	prefix          string
-	vip             string
 	technicalID     string
-	metricsAddress  string
 	failoverProbing time.Duration
 	teardownTimeout time.Duration
 }
@@ -51,26 +46,16 @@ type options struct {
 func parseFlags() (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.StringVar(&o.stateDir, "state-dir", ".local/demo", "directory for logs, kubeconfigs and the harness (certificates, etcd data)")
-	fs.StringVar(&o.kubeBinDir, "kube-bin-dir", "", "directory with kube-apiserver and etcd (default: what hack/build-kube-binaries.sh prints)")
-	fs.StringVar(&o.agentBinary, "agent-binary", "", "the kube-vip-agent binary (go build ./cmd/kube-vip-agent); required")
+	fs.StringVar(&o.stateDir, "state-dir", ".local/demo", "directory for logs, env.sh and the cluster (certificates, etcd data, containerd state)")
 	fs.StringVar(&o.openstackEnv, "openstack-env", ".local/openstack/env.sh", "env file written by hack/openstack.sh up")
 	fs.StringVar(&o.prefix, "prefix", "kvd-", "name prefix of the network namespaces")
-	fs.StringVar(&o.vip, "vip", "198.18.0.100", "the virtual IP (in the node subnet 198.18.0.0/24, outside the node IPs)")
 	fs.StringVar(&o.technicalID, "technical-id", "kube-vip-demo", "the shoot's technical ID; names and tags the Neutron resources")
-	fs.StringVar(&o.metricsAddress, "metrics-address", "127.0.0.1:18480", "where the controller serves /metrics (host namespace)")
 	fs.DurationVar(&o.failoverProbing, "failover-probing", 8*time.Second, "how long the prober runs around the live failover")
-	fs.DurationVar(&o.teardownTimeout, "teardown-timeout", 3*time.Minute, "bound for the teardown after SIGTERM")
+	fs.DurationVar(&o.teardownTimeout, "teardown-timeout", 4*time.Minute, "bound for the teardown after SIGTERM")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return nil, err
 	}
-	if o.agentBinary == "" {
-		return nil, errors.New("--agent-binary is required")
-	}
-	if _, err := netip.ParseAddr(o.vip); err != nil {
-		return nil, fmt.Errorf("--vip: %w", err)
-	}
-	for _, p := range []*string{&o.stateDir, &o.agentBinary, &o.openstackEnv} {
+	for _, p := range []*string{&o.stateDir, &o.openstackEnv} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return nil, err
@@ -92,7 +77,7 @@ func run() int {
 		return 2
 	}
 	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "demo: needs root (network namespaces, the VIP on a NIC, raw ARP)")
+		fmt.Fprintln(os.Stderr, "demo: needs root (network namespaces, containerd, kubelets, the VIP on a NIC, raw ARP)")
 		return 1
 	}
 	// SIGTERM (hack/demo.sh down) or SIGINT ends the demo, also while it still comes up.

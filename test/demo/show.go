@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/extension"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -28,9 +31,10 @@ const vipKubeconfig = "vip.kubeconfig"
 // proveAPI calls the shoot's API through the VIP from the client namespace: /readyz, and
 // a list of the Nodes with the admin identity. It also writes a kubeconfig for the VIP.
 func (d *demo) proveAPI(ctx context.Context) error {
-	cfg := d.nodes[0].ns.RESTConfig()
-	cfg.Host = "https://" + netip.AddrPortFrom(d.h.VIP(), 6443).String()
-	cfg.Dial = d.h.Client().DialContext
+	h := d.cluster.Net()
+	cfg := h.Nodes()[0].RESTConfig()
+	cfg.Host = "https://" + netip.AddrPortFrom(h.VIP(), extension.APIServerPort).String()
+	cfg.Dial = h.Client().DialContext
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client for the VIP: %w", err)
@@ -40,7 +44,7 @@ func (d *demo) proveAPI(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("GET %s/readyz from the client namespace: %w", cfg.Host, err)
 	}
-	d.out.Printf("GET %s/readyz from %s (%s): %q in %s", cfg.Host, d.h.Client().Namespace(), d.h.Client().IP(), strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
+	d.out.Printf("GET %s/readyz from %s (%s): %q in %s", cfg.Host, h.Client().Namespace(), h.Client().IP(), strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing Nodes through the VIP: %w", err)
@@ -50,19 +54,19 @@ func (d *demo) proveAPI(ctx context.Context) error {
 		names = append(names, n.Name+"("+internalIP(&n)+")")
 	}
 	d.out.Printf("kubectl-equivalent 'get nodes' through the VIP: %s", strings.Join(names, " "))
-	neigh, ok, err := d.h.Client().Neighbor(d.h.VIP())
+	neigh, ok, err := h.Client().Neighbor(h.VIP())
 	if err == nil && ok {
 		owner := "?"
-		if n := d.h.NodeByMAC(neigh.MAC); n != nil {
-			owner = d.nodeByNamespace(n).name
+		if n := h.NodeByMAC(neigh.MAC); n != nil {
+			owner = n.Name()
 		}
-		d.out.Printf("the client's ARP entry: %s is at %s (%s's eth0), %s", d.h.VIP(), neigh.MAC, owner, neigh.State)
+		d.out.Printf("the client's ARP entry: %s is at %s (%s's eth0), %s", h.VIP(), neigh.MAC, owner, neigh.State)
 	}
 
 	// A kubeconfig for the VIP, for a look from the client namespace.
-	kc, err := clientcmd.LoadFromFile(d.nodes[0].ns.Kubeconfig())
+	kc, err := clientcmd.LoadFromFile(h.Nodes()[0].Kubeconfig())
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", d.nodes[0].ns.Kubeconfig(), err)
+		return fmt.Errorf("reading %s: %w", h.Nodes()[0].Kubeconfig(), err)
 	}
 	for _, c := range kc.Clusters {
 		c.Server = cfg.Host
@@ -82,16 +86,21 @@ func internalIP(n *corev1.Node) string {
 	return "-"
 }
 
-// failover terminates the leader's agent while a prober polls the API through the VIP,
-// prints how the VIP and the Lease move, and the measured outage.
+// failover deletes the leader's agent pod while a prober polls the API through the VIP,
+// prints how the VIP and the Lease move, the measured outage, and the DaemonSet's new pod.
 func (d *demo) failover(ctx context.Context) error {
+	h := d.cluster.Net()
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	leader, err := d.waitLeader(waitCtx)
 	if err != nil {
 		return err
 	}
-	prober, err := d.h.Client().StartProber(ctx, netns.ProbeOptions{
+	pod, err := d.agentPod(ctx, leader)
+	if err != nil || pod == "" {
+		return fmt.Errorf("the agent pod on %s: %q, %w", leader, pod, err)
+	}
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{
 		Mode:     netns.ProbeHTTPS,
 		Path:     "/readyz",
 		Interval: 20 * time.Millisecond,
@@ -101,7 +110,7 @@ func (d *demo) failover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.out.Printf("prober: GET https://%s:6443/readyz every 20ms (timeout 300ms, new TLS connection each) from the client namespace for %s", d.h.VIP(), d.opts.failoverProbing)
+	d.out.Printf("prober: GET https://%s:%d/readyz every 20ms (timeout 300ms, new TLS connection each) from the client namespace for %s", h.VIP(), extension.APIServerPort, d.opts.failoverProbing)
 	select {
 	case <-ctx.Done():
 		prober.Stop()
@@ -109,39 +118,33 @@ func (d *demo) failover(ctx context.Context) error {
 	case <-time.After(time.Second):
 	}
 
-	proc, err := d.kubelet.terminate(leader)
-	if err != nil {
+	if err := d.cluster.Client().CoreV1().Pods(framework.Namespace).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
 		prober.Stop()
-		return err
+		return fmt.Errorf("deleting pod %s: %w", pod, err)
 	}
-	killed := time.Now()
-	d.out.Printf("t=0      SIGTERM to the agent on %s (pid %d), the leader; it drops the VIP and releases the Lease on its way out", leader, proc.PID())
+	deleted := time.Now()
+	d.out.Printf("t=0      pod %s on %s (the leader) deleted: the kubelet sends its agent SIGTERM; it drops the VIP and releases the Lease on its way out", pod, leader)
 
-	since := func() string { return fmt.Sprintf("t=%-6s", fmt.Sprintf("%dms", time.Since(killed).Milliseconds())) }
-	lastVIP, lastLease, exited := "", "", false
-	newLeader := ""
+	since := func() string { return fmt.Sprintf("t=%-6s", fmt.Sprintf("%dms", time.Since(deleted).Milliseconds())) }
+	lastVIP, lastLease, newLeader := "", "", ""
 	deadline := time.After(15 * time.Second)
 	for newLeader == "" {
-		if !exited && proc.Exited() {
-			exited = true
-			d.out.Printf("%s agent on %s exited (%s)", since(), leader, exitDescription(proc))
-		}
 		if hs, err := d.holders(); err == nil {
 			if v := describeHolders(hs); v != lastVIP {
 				lastVIP = v
 				d.out.Printf("%s VIP on: %s", since(), v)
 			}
-			if h, err := d.leaseHolder(ctx); err == nil {
-				if h != lastLease {
-					lastLease = h
-					shown := h
+			if holder, err := d.leaseHolder(ctx); err == nil {
+				if holder != lastLease {
+					lastLease = holder
+					shown := holder
 					if shown == "" {
 						shown = "(released)"
 					}
 					d.out.Printf("%s Lease holder: %s", since(), shown)
 				}
-				if len(hs) == 1 && hs[0] != leader && h == hs[0] {
-					newLeader = h
+				if len(hs) == 1 && hs[0] != leader && holder == hs[0] {
+					newLeader = holder
 				}
 			}
 		}
@@ -156,10 +159,10 @@ func (d *demo) failover(ctx context.Context) error {
 		}
 	}
 	d.out.Printf("%s new leader %s holds the Lease and the VIP; waiting for the prober to finish ...", since(), newLeader)
-	if n := d.nodeByName(newLeader); n != nil {
+	if n := d.cluster.Node(newLeader); n != nil {
 		clientCtx, cancelClient := context.WithTimeout(ctx, 5*time.Second)
-		if err := d.h.Client().WaitNeighbor(clientCtx, d.h.VIP(), n.ns.MAC()); err == nil {
-			d.out.Printf("%s the client's ARP entry for %s points to %s (%s's eth0): gratuitous ARP arrived", since(), d.h.VIP(), n.ns.MAC(), newLeader)
+		if err := h.Client().WaitNeighbor(clientCtx, h.VIP(), n.MAC()); err == nil {
+			d.out.Printf("%s the client's ARP entry for %s points to %s (%s's eth0): gratuitous ARP arrived", since(), h.VIP(), n.MAC(), newLeader)
 		}
 		cancelClient()
 	}
@@ -172,91 +175,103 @@ func (d *demo) failover(ctx context.Context) error {
 	for _, o := range res.Outages {
 		end := "still failing at the end of probing"
 		if !o.Open() {
-			end = fmt.Sprintf("until t=%dms", o.End.Sub(killed).Milliseconds())
+			end = fmt.Sprintf("until t=%dms", o.End.Sub(deleted).Milliseconds())
 		}
 		d.out.Printf("OUTAGE: %s (%d failed probes) from t=%dms %s; first error: %s",
-			o.Duration().Round(time.Millisecond), o.Failed, o.Start.Sub(killed).Milliseconds(), end, firstLine(o.FirstError))
+			o.Duration().Round(time.Millisecond), o.Failed, o.Start.Sub(deleted).Milliseconds(), end, firstLine(o.FirstError))
 	}
 
-	// The stand-in restarts the terminated agent; it comes back as a follower.
-	rejoinCtx, cancelRejoin := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelRejoin()
-	for {
-		if p := d.kubelet.agent(leader); p != nil && p != proc && !p.Exited() {
-			holder, err := d.leaseHolder(ctx)
-			if err == nil {
-				d.out.Printf("the agent on %s runs again (pid %d) and follows; the Lease stays with %s", leader, p.PID(), holder)
-			}
-			break
-		}
-		select {
-		case <-rejoinCtx.Done():
-			return fmt.Errorf("the agent on %s was not restarted: %w", leader, rejoinCtx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+	// The DaemonSet controller replaces the pod; its agent comes back as a follower.
+	if err := d.ext.WaitAgentsReady(ctx, 2*time.Minute); err != nil {
+		return fmt.Errorf("%w\n%s", err, d.ext.AgentsReport(ctx))
 	}
+	replacement, err := d.agentPod(ctx, leader)
+	if err != nil {
+		return err
+	}
+	holder, err := d.leaseHolder(ctx)
+	if err != nil {
+		return err
+	}
+	d.out.Printf("the DaemonSet replaced the pod: %s runs on %s again and follows; the Lease stays with %s; agents %d/%d Ready",
+		replacement, leader, holder, len(d.cluster.Nodes()), len(d.cluster.Nodes()))
+	return nil
+}
+
+// envFile is where the demo writes the variables to try the front door with.
+const envFile = "env.sh"
+
+// writeEnv writes env.sh: source it to reach the running demo.
+func (d *demo) writeEnv() error {
+	h := d.cluster.Net()
+	ingress := ""
+	if d.status != nil {
+		ingress = d.status.FloatingIPAddress
+	}
+	node := h.Nodes()[0]
+	content := fmt.Sprintf(`# Written by the demo (make demo); source it: . %[1]s
+# The kube-apiservers listen in the node namespaces: run kubectl there, e.g.
+#   ip netns exec "$DEMO_NODE_NS" "$KUBECTL" get ds,pods -n kube-system -o wide
+#   ip netns exec "$DEMO_CLIENT_NS" "$KUBECTL" --kubeconfig "$DEMO_VIP_KUBECONFIG" get nodes
+export DEMO_INGRESS=%[2]q
+export DEMO_VIP=%[3]q
+export DEMO_PORT=%[4]d
+export DEMO_CLIENT_NS=%[5]q
+export DEMO_NODE_NS=%[6]q
+export DEMO_CA=%[7]q
+export DEMO_VIP_KUBECONFIG=%[8]q
+export KUBECONFIG=%[9]q
+export KUBECTL=%[10]q
+`, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), extension.APIServerPort, h.Client().Namespace(), node.Namespace(),
+		h.CAFile(), filepath.Join(d.opts.stateDir, vipKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"))
+	if err := os.WriteFile(filepath.Join(d.opts.stateDir, envFile), []byte(content), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", envFile, err)
+	}
+	d.out.Printf("wrote %s (DEMO_INGRESS=%s, DEMO_CLIENT_NS=%s, KUBECONFIG, KUBECTL)", filepath.Join(d.opts.stateDir, envFile), ingress, h.Client().Namespace())
 	return nil
 }
 
 // lookAround prints how to inspect the running demo.
 func (d *demo) lookAround() {
-	client := d.h.Client().Namespace()
-	node := d.nodes[0]
-	vipKC := filepath.Join(d.opts.stateDir, vipKubeconfig)
-	tag := openstack.ClusterTag(d.opts.technicalID)
-	ca := d.h.CAFile()
+	h := d.cluster.Net()
+	env := filepath.Join(d.opts.stateDir, envFile)
 	leaderNS := "<leader's namespace>"
-	if hs, err := d.h.Holders(); err == nil && len(hs) == 1 {
+	if hs, err := h.Holders(); err == nil && len(hs) == 1 {
 		leaderNS = hs[0].Namespace()
 	}
 	var nsList []string
-	for _, n := range d.nodes {
-		nsList = append(nsList, fmt.Sprintf("%s=%s", n.name, n.ns.Namespace()))
+	for _, n := range d.cluster.Nodes() {
+		nsList = append(nsList, n.Namespace())
 	}
-	d.out.Printf("namespaces: %s, client=%s, bridge=%s-br", strings.Join(nsList, " "), client, d.h.ID())
-	d.out.Block(fmt.Sprintf(`# the API through the VIP, from the client namespace
-ip netns exec %[1]s curl -s --cacert %[2]s https://%[3]s:6443/readyz; echo
-ip netns exec %[1]s kubectl --kubeconfig %[4]s get nodes -o wide
-ip netns exec %[1]s ip neigh show %[3]s
+	d.out.Block(fmt.Sprintf(`. %[1]s
 
-# the shoot from a node (its own kube-apiserver on 127.0.0.1:6443)
-ip netns exec %[5]s kubectl --kubeconfig %[6]s -n kube-system get selfhostedshootexposure,lease
-ip netns exec %[5]s kubectl --kubeconfig %[6]s -n kube-system get daemonset,pod,role,rolebinding,serviceaccount -l app.kubernetes.io/name=kube-vip-agent -o wide
-ip netns exec %[5]s kubectl --kubeconfig %[6]s -n kube-system get selfhostedshootexposure %[7]s -o yaml
-ip netns exec %[5]s kubectl --kubeconfig %[6]s -n kube-system get lease %[8]s -o yaml
+# the API through the VIP, from the client namespace
+ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA https://$DEMO_VIP:$DEMO_PORT/readyz; echo
+ip netns exec $DEMO_CLIENT_NS $KUBECTL --kubeconfig $DEMO_VIP_KUBECONFIG get nodes -o wide
+
+# the shoot from a node (its own kube-apiserver)
+ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure,lease,daemonset,pods -o wide
+ip netns exec $DEMO_NODE_NS $KUBECTL -n %[2]s get deployment,pods -o wide
+ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure %[3]s -o yaml
 
 # who holds the VIP, and the agents' metrics (each node namespace)
-for ns in %[9]s; do echo "$ns: $(ip netns exec $ns ip -br addr show eth0)"; done
+for ns in %[4]s; do echo "$ns: $(ip netns exec $ns ip -br addr show eth0)"; done
 ip netns exec %[5]s curl -s 127.0.0.1:9482/metrics | grep '^kube_vip_agent'
 
-# the controller's OpenStack calls
-curl -s http://%[10]s/metrics | grep '^kube_vip_openstack_requests_total'
-
 # Neutron (project demo): the VIP port, its floating IP and the node ports' allowed address pairs
-hack/demo.sh neutron '/v2.0/ports?tags=%[11]s'
+hack/demo.sh neutron '/v2.0/ports?tags=%[6]s'
 hack/demo.sh neutron '/v2.0/floatingips'
 hack/demo.sh neutron '/v2.0/ports?device_owner=compute:nova' '.ports[] | {name, fixed_ips, allowed_address_pairs}'
 
-# logs
-less %[12]s/demo.log %[12]s/controller.log
-ls %[13]s      # <node>-agent.log, <node>-kube-apiserver.log, <node>-etcd.log
+# logs: the demo's, the kubelets' and containerd's (per node), the containers' (pod-logs)
+less %[7]s/demo.log
+ls %[8]s/*/
 
-# fail over again: SIGTERM (graceful; SIGKILL lets the VIP expire with its lifetime) to the agent in the
-# leader's namespace (now %[14]s); the kubelet stand-in restarts it after %[15]s
-for p in $(ip netns pids %[14]s); do [ "$(cat /proc/$p/comm)" = kube-vip-agent ] && kill -TERM $p; done
+# fail over again: delete the leader's agent pod (graceful), or SIGKILL its process (a crash)
+ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system delete pod -l app.kubernetes.io/name=kube-vip-agent --field-selector spec.nodeName=$(ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get lease %[9]s -o jsonpath='{.spec.holderIdentity}')
 
 # stop everything (the exposure is deleted through the controller, which releases the Neutron resources)
 make demo-down`,
-		client, ca, d.h.VIP(), vipKC,
-		node.ns.Namespace(), node.ns.Kubeconfig(), exposureName, agentrollout.LeaseName,
-		strings.Join(namespaces(d.nodes), " "), d.opts.metricsAddress, tag,
-		d.opts.stateDir, d.h.Dir(), leaderNS, restartDelay))
-}
-
-func namespaces(nodes []shootNode) []string {
-	var out []string
-	for _, n := range nodes {
-		out = append(out, n.ns.Namespace())
-	}
-	return out
+		env, extension.ReleaseNamespace, extension.ExposureName, strings.Join(nsList, " "), leaderNS,
+		openstack.ClusterTag(d.opts.technicalID), d.opts.stateDir, d.clusterDir(), agentrollout.LeaseName))
 }

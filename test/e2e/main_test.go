@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent"
@@ -79,7 +78,7 @@ func run(m *testing.M) int {
 	code := m.Run()
 	if ext != nil {
 		tctx, tcancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		if err := ext.teardown(tctx); err != nil {
+		if err := ext.Teardown(tctx); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: removing the exposure:", err)
 			code = 1
 		}
@@ -120,18 +119,8 @@ func deployed(t *testing.T, ctx context.Context) *netns.Node {
 // waitReady waits until the DaemonSet is rolled out with every pod Ready.
 func waitReady(t *testing.T, ctx context.Context) {
 	t.Helper()
-	want := int32(len(cluster.Nodes()))
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ds, err := cluster.Client().AppsV1().DaemonSets("kube-system").Get(ctx, agentrollout.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not there yet
-		}
-		s := ds.Status
-		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
-			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
-	})
-	if err != nil {
-		t.Fatalf("agents not %d/%d Ready: %v", want, want, err)
+	if err := ext.WaitAgentsReady(ctx, 3*time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, agentsReport(ctx))
 	}
 }
 

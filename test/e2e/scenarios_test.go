@@ -54,7 +54,7 @@ func TestCreate(t *testing.T) {
 	if status.VIPAddress != cluster.Net().VIP().String() {
 		t.Errorf("status VIP %s, want %s", status.VIPAddress, cluster.Net().VIP())
 	}
-	fips, err := ext.neutron.FloatingIPsOfPort(ctx, status.PortID)
+	fips, err := ext.Neutron.FloatingIPsOfPort(ctx, status.PortID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,14 +299,14 @@ func TestDeleteExposure(t *testing.T) {
 			t.Errorf("%T %s not deleted (get: %v)", obj, agentrollout.Name, err)
 		}
 	}
-	if _, err := ext.neutron.GetPort(ctx, status.PortID); err == nil || !openstack.IsNotFound(err) {
+	if _, err := ext.Neutron.GetPort(ctx, status.PortID); err == nil || !openstack.IsNotFound(err) {
 		t.Errorf("the VIP port %s is still in Neutron (get: %v)", status.PortID, err)
 	}
-	if fips, err := ext.neutron.FloatingIPsOfPort(ctx, status.PortID); err != nil || len(fips) > 0 {
+	if fips, err := ext.Neutron.FloatingIPsOfPort(ctx, status.PortID); err != nil || len(fips) > 0 {
 		t.Errorf("floating IPs left on the VIP port: %+v (%v)", fips, err)
 	}
-	if left, err := ext.taggedPorts(ctx); err != nil || len(left) > 0 {
-		t.Errorf("Neutron still has ports tagged for %s: %v (%v)", ext.identity, left, err)
+	if left, err := ext.TaggedPorts(ctx); err != nil || len(left) > 0 {
+		t.Errorf("Neutron still has ports tagged for %s: %v (%v)", ext.TechnicalID, left, err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		h, err := cluster.Net().Holders()

@@ -50,6 +50,8 @@ type Options struct {
 	Dir string
 	// ImageVersion tags the images built for the cluster; default "dev".
 	ImageVersion string
+	// Prefix starts the names of the network namespaces; default "kvn-".
+	Prefix string
 	// Log receives progress messages; default discards.
 	Log logr.Logger
 }
@@ -58,6 +60,7 @@ type Options struct {
 type Cluster struct {
 	opts   Options
 	dir    string
+	binDir string
 	log    logr.Logger
 	net    *netns.Harness
 	images imagebuild.Config
@@ -112,6 +115,9 @@ func (c *Cluster) Node(name string) *Node {
 // Client is an admin client of the first node's kube-apiserver.
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
 
+// BinDir holds the kube binaries the cluster runs, and kubectl.
+func (c *Cluster) BinDir() string { return c.binDir }
+
 // Images is where the images were built and how they are named.
 func (c *Cluster) Images() imagebuild.Config { return c.images }
 
@@ -135,6 +141,9 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	}
 	if opts.ImageVersion == "" {
 		opts.ImageVersion = "dev"
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "kvn-"
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
@@ -174,6 +183,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	c.binDir = binDir
 	phase("kube binaries", start)
 
 	start = time.Now()
@@ -184,7 +194,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	phase("images", start)
 
 	start = time.Now()
-	if c.net, err = netns.New(ctx, netns.Options{Prefix: "kvn-", Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log}); err != nil {
+	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log}); err != nil {
 		return nil, err
 	}
 	phase("LAN, etcd and kube-apiserver", start)
