@@ -110,10 +110,17 @@ test-unit:
 kube-binaries:
 	hack/build-kube-binaries.sh
 
+# Links every integration test binary with the machine's full parallelism, into the build
+# cache, so that the runs below (-p 1, which also serializes compiling and linking) start at
+# once.
+.PHONY: prebuild-integration
+prebuild-integration:
+	@$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) >/dev/null
+
 # Builds the kube binaries first (once, ~10 min cold), brings Keystone + Neutron up unless
 # they run already, and stops them again afterwards (also on failure) if it started them.
 .PHONY: test-integration
-test-integration:
+test-integration: prebuild-integration
 	@mkdir -p $(RESULTS)
 	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
 	@hack/install-deps.sh
