@@ -205,7 +205,8 @@ func switchToKubeVIP(t *testing.T, ctx context.Context, ref string) kubeVIPBound
 }
 
 // checkKubeVIPProcesses: on every node one kube-vip process, a child of
-// containerd-shim-runc-v2, with exactly NET_ADMIN and NET_RAW effective, the in-cluster
+// containerd-shim-runc-v2, with exactly NET_ADMIN and NET_RAW effective, under a seccomp
+// filter and no_new_privs, on a read-only root file system, the in-cluster
 // config on the node's own kube-apiserver, and in its file system the service-account
 // token and no kubeconfig (kube-vip prefers /etc/kubernetes/admin.conf and
 // $HOME/.kube/config when they exist).
@@ -223,6 +224,20 @@ func checkKubeVIPProcesses(t *testing.T, ctx context.Context) {
 		checkParentShim(t, n.Name(), "kube-vip", p)
 		if p.CapEff != capNetAdminRaw {
 			t.Errorf("%s: kube-vip CapEff %#x, want exactly NET_ADMIN|NET_RAW (%#x)", n.Name(), p.CapEff, capNetAdminRaw)
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// RuntimeDefault seccomp is a filter (mode 2); allowPrivilegeEscalation: false is
+		// no_new_privs.
+		for _, want := range []string{"Seccomp:\t2\n", "NoNewPrivs:\t1\n"} {
+			if !strings.Contains(string(status), want) {
+				t.Errorf("%s: kube-vip's /proc status lacks %q", n.Name(), strings.TrimSpace(want))
+			}
+		}
+		if !readOnlyRoot(t, p.PID) {
+			t.Errorf("%s: kube-vip's root file system is not mounted read-only", n.Name())
 		}
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
 		if err != nil {
@@ -254,6 +269,24 @@ func checkKubeVIPProcesses(t *testing.T, ctx context.Context) {
 			}
 		}
 	}
+}
+
+// readOnlyRoot tells whether the process's root is mounted read-only (the options of
+// the mount at "/" in its mount namespace).
+func readOnlyRoot(t *testing.T, pid int) bool {
+	t.Helper()
+	mounts, err := os.ReadFile(fmt.Sprintf("/proc/%d/mounts", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := false
+	for _, line := range strings.Split(string(mounts), "\n") {
+		// The last mount at "/" is the one the process sees.
+		if f := strings.Fields(line); len(f) > 3 && f[1] == "/" {
+			ro = slices.Contains(strings.Split(f[3], ","), "ro")
+		}
+	}
+	return ro
 }
 
 // killKubeVIPLeader SIGKILLs the leader's kube-vip, as an OOM kill. The kubelet restarts
@@ -301,7 +334,7 @@ func killKubeVIP(t *testing.T, ctx context.Context, node *netns.Node, bounds kub
 	checkParentShim(t, node.Name(), "kube-vip", procs[0])
 	before := restarts(kubeVIPPodOn(t, ctx, node.Name()))
 	// Long enough for the kubelet's first crash-loop back-off (10 s) and a takeover.
-	p := probe(t, ctx, 20*time.Second)
+	p := probe(t, ctx, 25*time.Second)
 	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
 	time.Sleep(500 * time.Millisecond)
 	killed := time.Now()
