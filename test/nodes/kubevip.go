@@ -78,14 +78,20 @@ func (c *Cluster) LoadKubeVIP(ctx context.Context) (string, error) {
 
 // buildKubeVIP builds (or finds cached) kube-vip at version and returns the binary's path.
 func buildKubeVIP(ctx context.Context, root, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "bench", "build-kube-vip.sh"))
+	return runScript(ctx, root, []string{"KUBE_VIP_VERSION=" + version}, "hack/bench/build-kube-vip.sh")
+}
+
+// runScript runs one of the repository's scripts (path relative to root, in root, with
+// env added to the environment) and returns its trimmed standard output.
+func runScript(ctx context.Context, root string, env []string, script string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, script), args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "KUBE_VIP_VERSION="+version)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/bench/build-kube-vip.sh: %w: %s", err, stderr.String())
+		return "", fmt.Errorf("%s %s: %w: %s", script, strings.Join(args, " "), err, stderr.String())
 	}
 	return strings.TrimSpace(string(out)), nil
 }
