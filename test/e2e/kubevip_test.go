@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,6 +87,8 @@ func TestKubeVIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	deployed(t, ctx)
+	exp := exposed(t, ctx)
+	s := &kubeVIPScenario{exposure: client.ObjectKeyFromObject(exp), port: int(exp.Spec.Port)}
 	ref, err := cluster.LoadKubeVIP(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -94,29 +97,35 @@ func TestKubeVIP(t *testing.T) {
 	restored := false
 	t.Cleanup(func() {
 		if !restored {
-			switchImplementation(t, ctx, nil)
+			s.switchImplementation(t, ctx, nil)
 			waitReady(t, ctx)
 		}
 	})
 
-	var bounds kubeVIPBounds
-	if !t.Run("switch to kube-vip", func(t *testing.T) {
-		bounds = switchToKubeVIP(t, ctx, ref)
-	}) {
+	if !t.Run("switch to kube-vip", func(t *testing.T) { s.switchToKubeVIP(t, ctx, ref) }) {
 		return
 	}
-	t.Run("runs as its DaemonSet says", func(t *testing.T) { checkKubeVIPProcesses(t, ctx) })
-	t.Run("leader's kube-vip SIGKILLed", func(t *testing.T) { killKubeVIPLeader(t, ctx, bounds) })
+	t.Run("runs as its DaemonSet says", func(t *testing.T) { s.checkProcesses(t, ctx) })
+	t.Run("leader's kube-vip SIGKILLed", func(t *testing.T) { s.killLeader(t, ctx) })
 	t.Run("switch back to kube-vip-agent", func(t *testing.T) {
 		restored = true
-		switchBack(t, ctx, bounds)
+		s.switchBack(t, ctx)
 	})
+}
+
+// kubeVIPScenario is the shared exposure and what the switch to kube-vip showed.
+type kubeVIPScenario struct {
+	exposure client.ObjectKey
+	// port is the exposure's kube-apiserver port.
+	port int
+	// bounds are set by switchToKubeVIP.
+	bounds kubeVIPBounds
 }
 
 // switchImplementation sets (nil: removes, back to the default) agent.implementation in
 // the exposure's providerConfig and asks for a reconciliation, as gardenlet does after a
 // Shoot change.
-func switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.AgentImplementation) {
+func (s *kubeVIPScenario) switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.AgentImplementation) {
 	t.Helper()
 	cl, err := newClient()
 	if err != nil {
@@ -127,15 +136,16 @@ func switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.Agen
 		value = strconv.Quote(string(*impl))
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"gardener.cloud/operation":"reconcile"}},"spec":{"providerConfig":{"agent":{"implementation":%s}}}}`, value)
-	if err := cl.Patch(ctx, newExposure(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: metav1.ObjectMeta{Namespace: s.exposure.Namespace, Name: s.exposure.Name}}
+	if err := cl.Patch(ctx, exp, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("switching agent.implementation to %s: %v", value, err)
 	}
 }
 
-// switchover starts the client's prober and a holder sampler, runs switch, and returns
-// once the VIP answers again; it checks the outage against bound and that the VIP was
-// never on two nodes.
-func switchover(t *testing.T, ctx context.Context, what string, doSwitch func() time.Duration) {
+// switchover starts the client's prober and a holder sampler, runs doSwitch (which returns
+// the bound) and returns once the VIP answers again; it checks the outage against the
+// bound and that the VIP was never on two nodes.
+func (s *kubeVIPScenario) switchover(t *testing.T, ctx context.Context, what string, doSwitch func() time.Duration) {
 	t.Helper()
 	p := probe(t, ctx, 3*time.Minute)
 	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
@@ -145,7 +155,7 @@ func switchover(t *testing.T, ctx context.Context, what string, doSwitch func() 
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitAnswers(t, ctx, bound)
+	s.waitAnswers(t, ctx, bound)
 	// Let the prober's probes in flight end with successes.
 	time.Sleep(300 * time.Millisecond)
 	res, rep := p.Stop(), sampler.Stop()
@@ -168,20 +178,21 @@ func switchover(t *testing.T, ctx context.Context, what string, doSwitch func() 
 	}
 }
 
-func switchToKubeVIP(t *testing.T, ctx context.Context, ref string) kubeVIPBounds {
-	var bounds kubeVIPBounds
-	switchover(t, ctx, "switch kube-vip-agent -> kube-vip", func() time.Duration {
-		switchImplementation(t, ctx, ptr.To(v1alpha1.AgentImplementationKubeVIP))
+// switchToKubeVIP switches to kube-vip and checks its DaemonSet, image, the API through
+// the VIP and the Lease; it sets the bounds from the DaemonSet's timings.
+func (s *kubeVIPScenario) switchToKubeVIP(t *testing.T, ctx context.Context, ref string) {
+	s.switchover(t, ctx, "switch kube-vip-agent -> kube-vip", func() time.Duration {
+		s.switchImplementation(t, ctx, ptr.To(v1alpha1.AgentImplementationKubeVIP))
 		exposed(t, ctx)
 		ds := waitDaemonSetReady(t, ctx, agentrollout.KubeVIPName)
 		if img := ds.Spec.Template.Spec.Containers[0].Image; img != ref {
 			t.Errorf("kube-vip runs %s, want the image vector's %s", img, ref)
 		}
 		waitDaemonSetGone(t, ctx, agentrollout.Name)
-		bounds = boundsOf(t, ds)
-		return bounds.switchover
+		s.bounds = boundsOf(t, ds)
+		return s.bounds.switchover
 	})
-	t.Logf("bounds from the DaemonSet's timings: crash %s, switch %s", bounds.crash, bounds.switchover)
+	t.Logf("bounds from the DaemonSet's timings: crash %s, switch %s", s.bounds.crash, s.bounds.switchover)
 	// The API answers through the VIP, and the Lease names the node that holds it.
 	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
 	if err != nil {
@@ -201,16 +212,15 @@ func switchToKubeVIP(t *testing.T, ctx context.Context, ref string) kubeVIPBound
 	if h := lease.Spec.HolderIdentity; h == nil || *h != holder.Name() {
 		t.Errorf("Lease %s is held by %v, but the VIP is on %s", lease.Name, lease.Spec.HolderIdentity, holder.Name())
 	}
-	return bounds
 }
 
-// checkKubeVIPProcesses: on every node one kube-vip process, a child of
+// checkProcesses: on every node one kube-vip process, a child of
 // containerd-shim-runc-v2, with exactly NET_ADMIN and NET_RAW effective, under a seccomp
 // filter and no_new_privs, on a read-only root file system, the in-cluster
 // config on the node's own kube-apiserver, and in its file system the service-account
 // token and no kubeconfig (kube-vip prefers /etc/kubernetes/admin.conf and
 // $HOME/.kube/config when they exist).
-func checkKubeVIPProcesses(t *testing.T, ctx context.Context) {
+func (s *kubeVIPScenario) checkProcesses(t *testing.T, ctx context.Context) {
 	for _, n := range cluster.Nodes() {
 		procs, err := n.Processes("kube-vip")
 		if err != nil {
@@ -244,7 +254,7 @@ func checkKubeVIPProcesses(t *testing.T, ctx context.Context) {
 			t.Fatal(err)
 		}
 		vars := strings.Split(string(env), "\x00")
-		for _, want := range []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", fmt.Sprintf("KUBERNETES_SERVICE_PORT=%d", apiserverPort)} {
+		for _, want := range []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", fmt.Sprintf("KUBERNETES_SERVICE_PORT=%d", s.port)} {
 			if !slices.Contains(vars, want) {
 				t.Errorf("%s: kube-vip's environment lacks %s", n.Name(), want)
 			}
@@ -289,26 +299,26 @@ func readOnlyRoot(t *testing.T, pid int) bool {
 	return ro
 }
 
-// killKubeVIPLeader SIGKILLs the leader's kube-vip, as an OOM kill. The kubelet restarts
+// killLeader SIGKILLs the leader's kube-vip, as an OOM kill. The kubelet restarts
 // the container at once; if the restarted kube-vip took the VIP back (its Lease names its
 // node, so it renews without waiting for expiry), a second kill follows at once: in that
 // crash loop the kubelet holds the restart back for its back-off (10 s), so another node
 // must take over within the crash bound. Each outage stays within the crash bound.
-func killKubeVIPLeader(t *testing.T, ctx context.Context, bounds kubeVIPBounds) {
+func (s *kubeVIPScenario) killLeader(t *testing.T, ctx context.Context) {
 	leader, err := cluster.Net().WaitSingleHolder(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := killKubeVIP(t, ctx, leader, bounds, "OOM kill")
+	first := s.kill(t, ctx, leader, "OOM kill")
 	if first.takeover > 0 {
 		return
 	}
 	if first.holder != leader.Name() {
 		t.Fatalf("the VIP moved from %s to %s with no other node seen holding it", leader.Name(), first.holder)
 	}
-	second := killKubeVIP(t, ctx, leader, bounds, "second kill, in crash-loop back-off")
-	if second.takeover == 0 || second.takeover > bounds.crash {
-		t.Errorf("no other node took the VIP over within the crash bound %s while the kubelet held %s's kube-vip in back-off (takeover after %s)", bounds.crash, leader.Name(), second.takeover)
+	second := s.kill(t, ctx, leader, "second kill, in crash-loop back-off")
+	if second.takeover == 0 || second.takeover > s.bounds.crash {
+		t.Errorf("no other node took the VIP over within the crash bound %s while the kubelet held %s's kube-vip in back-off (takeover after %s)", s.bounds.crash, leader.Name(), second.takeover)
 	}
 }
 
@@ -321,11 +331,11 @@ type crash struct {
 	holder string
 }
 
-// killKubeVIP SIGKILLs node's kube-vip process under containerd-shim while the client
+// kill SIGKILLs node's kube-vip process under containerd-shim while the client
 // probes and every node's addresses are sampled every millisecond, checks the outage
 // against the crash bound and the kubelet's restart, and reports the time with the VIP on
 // two nodes: kube-vip has no guard against it, so it is reported, not asserted.
-func killKubeVIP(t *testing.T, ctx context.Context, node *netns.Node, bounds kubeVIPBounds, what string) crash {
+func (s *kubeVIPScenario) kill(t *testing.T, ctx context.Context, node *netns.Node, what string) crash {
 	t.Helper()
 	procs, err := nodeOf(node).Processes("kube-vip")
 	if err != nil || len(procs) != 1 {
@@ -343,7 +353,7 @@ func killKubeVIP(t *testing.T, ctx context.Context, node *netns.Node, bounds kub
 	}
 	res := p.Wait()
 	rep := sampler.Stop()
-	checkOutage(t, "kube-vip on "+node.Name()+" SIGKILLed ("+what+")", res, bounds.crash)
+	checkOutage(t, "kube-vip on "+node.Name()+" SIGKILLed ("+what+")", res, s.bounds.crash)
 	waitDaemonSetReady(t, ctx, agentrollout.KubeVIPName)
 	if after := restarts(kubeVIPPodOn(t, ctx, node.Name())); after != before+1 {
 		t.Errorf("kube-vip container restarts on %s: %d before the kill, %d after, want one more", node.Name(), before, after)
@@ -367,24 +377,24 @@ func killKubeVIP(t *testing.T, ctx context.Context, node *netns.Node, bounds kub
 
 // switchBack switches the exposure back to kube-vip-agent: our agents come back 3/3 Ready
 // after kube-vip is gone, with the VIP on one node.
-func switchBack(t *testing.T, ctx context.Context, bounds kubeVIPBounds) {
-	switchover(t, ctx, "switch kube-vip -> kube-vip-agent", func() time.Duration {
-		switchImplementation(t, ctx, nil)
+func (s *kubeVIPScenario) switchBack(t *testing.T, ctx context.Context) {
+	s.switchover(t, ctx, "switch kube-vip -> kube-vip-agent", func() time.Duration {
+		s.switchImplementation(t, ctx, nil)
 		exposed(t, ctx)
 		waitReady(t, ctx)
 		waitDaemonSetGone(t, ctx, agentrollout.KubeVIPName)
-		return bounds.switchover
+		return s.bounds.switchover
 	})
 	if _, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.KubeVIPLeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("kube-vip's Lease %s is left after the switch back (get: %v)", agentrollout.KubeVIPLeaseName, err)
 	}
 }
 
-// waitAnswers waits until the client can connect to the VIP's port 6443, at most 2 ×
-// bound (the prober then reports the outage against bound).
-func waitAnswers(t *testing.T, ctx context.Context, bound time.Duration) {
+// waitAnswers waits until the client can connect to the VIP's kube-apiserver port, at
+// most 2 × bound (the prober then reports the outage against bound).
+func (s *kubeVIPScenario) waitAnswers(t *testing.T, ctx context.Context, bound time.Duration) {
 	t.Helper()
-	target := net.JoinHostPort(cluster.Net().VIP().String(), strconv.Itoa(apiserverPort))
+	target := net.JoinHostPort(cluster.Net().VIP().String(), strconv.Itoa(s.port))
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*bound, true, func(ctx context.Context) (bool, error) {
 		dialCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
