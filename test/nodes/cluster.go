@@ -734,14 +734,7 @@ func processesMatching(match func(cmdline []byte) bool) ([]int, error) {
 // kubeBinaries builds (or finds cached) kube-apiserver, etcd, kubelet,
 // kube-controller-manager and kube-scheduler and returns their directory.
 func kubeBinaries(ctx context.Context, root string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-kube-binaries.sh"), "nodes")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/build-kube-binaries.sh nodes: %w: %s", err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
+	return runScript(ctx, root, nil, "hack/build-kube-binaries.sh", "nodes")
 }
 
 // ContainerLog is the end (at most max bytes) of the newest log the kubelet of the pod's

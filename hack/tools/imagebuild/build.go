@@ -26,12 +26,16 @@ import (
 // users and groups, /tmp, the nonroot home and the CA bundle.
 const distrolessStatic = "gcr.io/distroless/static-debian12"
 
+// scratch is the empty base (upstream kube-vip's final stage uses it); an image on it has
+// only what its stage copies, and the PATH that BuildKit sets for every image.
+const (
+	scratch     = "scratch"
+	defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
 // Environment and working directories distroless static sets in its config.
 var (
-	baseEnv = []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-	}
+	baseEnv     = []string{defaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	baseWorkDir = map[string]string{"": "/", "latest": "/", "nonroot": "/home/nonroot"}
 )
 
@@ -49,8 +53,8 @@ type Options struct {
 	Tag string
 	// Files maps the source of each COPY (a path in the builder stage) to a local file.
 	Files map[string]string
-	// CABundle is the host's CA bundle copied to /etc/ssl/certs/ca-certificates.crt;
-	// empty for none.
+	// CABundle is the host's CA bundle copied to /etc/ssl/certs/ca-certificates.crt of the
+	// distroless stand-in; empty for none. A stage on scratch copies its own, through Files.
 	CABundle string
 }
 
@@ -65,26 +69,33 @@ func PauseStage() *Stage {
 	}
 }
 
-// Build builds the image a stage describes.
+// Build builds the image a stage describes, on the distroless stand-in or on scratch.
 func Build(s *Stage, o Options) (v1.Image, name.Tag, error) {
 	ref, err := name.NewTag(o.Tag)
 	if err != nil {
 		return nil, name.Tag{}, fmt.Errorf("image tag %q: %w", o.Tag, err)
 	}
-	baseName, variant, _ := strings.Cut(s.Base, ":")
-	workDir, ok := baseWorkDir[variant]
-	if baseName != distrolessStatic || !ok {
-		return nil, name.Tag{}, fmt.Errorf("base image %s is not supported; only %s[:nonroot] has a stand-in", s.Base, distrolessStatic)
+	var layers []v1.Layer
+	env, workDir, labels := []string{defaultPath}, "/", map[string]string(nil)
+	if s.Base != scratch {
+		baseName, variant, _ := strings.Cut(s.Base, ":")
+		var ok bool
+		workDir, ok = baseWorkDir[variant]
+		if baseName != distrolessStatic || !ok {
+			return nil, name.Tag{}, fmt.Errorf("base image %s is not supported; only %s[:nonroot] has a stand-in, and %s needs none", s.Base, distrolessStatic, scratch)
+		}
+		base, err := baseLayer(o.CABundle)
+		if err != nil {
+			return nil, name.Tag{}, err
+		}
+		layers = append(layers, base)
+		env, labels = baseEnv, map[string]string{"io.gardener.kube-vip.base-stand-in": s.Base}
 	}
-	base, err := baseLayer(o.CABundle)
+	app, err := appLayer(s.Copies, o.Files, s.Base == scratch)
 	if err != nil {
 		return nil, name.Tag{}, err
 	}
-	app, err := appLayer(s.Copies, o.Files)
-	if err != nil {
-		return nil, name.Tag{}, err
-	}
-	img, err := mutate.AppendLayers(empty.Image, base, app)
+	img, err := mutate.AppendLayers(empty.Image, append(layers, app)...)
 	if err != nil {
 		return nil, name.Tag{}, fmt.Errorf("appending layers: %w", err)
 	}
@@ -94,11 +105,11 @@ func Build(s *Stage, o Options) (v1.Image, name.Tag, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Env = append([]string(nil), baseEnv...)
+	cf.Config.Env = append([]string(nil), env...)
 	cf.Config.WorkingDir = workDir
 	cf.Config.User = s.User
 	cf.Config.Entrypoint = append([]string(nil), s.Entrypoint...)
-	cf.Config.Labels = map[string]string{"io.gardener.kube-vip.base-stand-in": s.Base}
+	cf.Config.Labels = labels
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return nil, name.Tag{}, fmt.Errorf("setting the image config: %w", err)
@@ -152,8 +163,15 @@ func baseLayer(caBundle string) (v1.Layer, error) {
 	return layer(entries)
 }
 
-func appLayer(copies []Copy, files map[string]string) (v1.Layer, error) {
-	var entries []entry
+// appLayer lays the copied files out; withDirs adds their parent directories.
+func appLayer(copies []Copy, files map[string]string, withDirs bool) (v1.Layer, error) {
+	var (
+		entries []entry
+		dirs    map[string]bool
+	)
+	if withDirs {
+		dirs = map[string]bool{}
+	}
 	for _, c := range copies {
 		src, ok := files[c.Src]
 		if !ok {
@@ -167,9 +185,27 @@ func appLayer(copies []Copy, files map[string]string) (v1.Layer, error) {
 		if strings.HasSuffix(dst, "/") {
 			dst += path.Base(c.Src)
 		}
-		entries = append(entries, entry{name: strings.TrimPrefix(path.Clean(dst), "/"), mode: 0o755, data: data})
+		dst = strings.TrimPrefix(path.Clean(dst), "/")
+		entries = append(entries, parentDirs(dst, dirs)...)
+		entries = append(entries, entry{name: dst, mode: 0o755, data: data})
 	}
 	return layer(entries)
+}
+
+// parentDirs are the directory entries a file at name needs that seen does not hold yet,
+// outermost first; it adds them to seen. On a base with a file system (distroless), a
+// directory entry of the upper layer would replace the lower one's mode and owner, so
+// only a layer onto scratch gets them.
+func parentDirs(name string, seen map[string]bool) []entry {
+	if seen == nil {
+		return nil
+	}
+	var out []entry
+	for dir := path.Dir(name); dir != "." && !seen[dir]; dir = path.Dir(dir) {
+		seen[dir] = true
+		out = append([]entry{{name: dir + "/", mode: 0o755, dir: true}}, out...)
+	}
+	return out
 }
 
 // layer writes the entries into a reproducible (zero mtime) uncompressed tar layer.

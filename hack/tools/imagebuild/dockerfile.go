@@ -4,7 +4,8 @@
 
 // Package imagebuild builds the project's container images without Docker or a registry:
 // it reads the final stage of a Dockerfile, lays the project's locally built binaries onto
-// a stand-in for the distroless base, and writes a docker-archive tarball that
+// a stand-in for the distroless base (or a binary built elsewhere onto scratch, as
+// upstream kube-vip's image is), and writes a docker-archive tarball that
 // `ctr -n k8s.io images import` loads into a node's containerd.
 package imagebuild
 
@@ -113,7 +114,7 @@ func ParseDockerfileFile(path string) (*Stage, error) {
 
 // builderOnly are instructions that only matter to a builder stage. Seen in the final
 // stage they are an error; in an earlier stage they are dropped with that stage.
-var builderOnly = map[string]bool{"WORKDIR": true, "RUN": true, "ARG": true}
+var builderOnly = map[string]bool{"WORKDIR": true, "RUN": true, "ARG": true, "ENV": true}
 
 func (s *Stage) apply(keyword, args string) error {
 	switch keyword {

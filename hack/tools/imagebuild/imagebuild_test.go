@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,72 @@ func TestBuildRefusesAnUnknownBase(t *testing.T) {
 	_, _, err := Build(&Stage{Base: "alpine:3", Entrypoint: []string{"/x"}}, Options{Tag: "localhost/x:1"})
 	if err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// scratchDockerfile has the shape of upstream kube-vip's Dockerfile: a builder stage with
+// ENV and RUN --mount, and a final stage on scratch that copies the CA bundle and the
+// binary from it, as root, with the binary as the entrypoint.
+const scratchDockerfile = `# syntax=docker/dockerfile:experimental
+FROM golang:1-alpine as dev
+ENV GO111MODULE=on
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 make build
+
+FROM scratch
+COPY --from=dev /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=dev /src/tool /
+ENTRYPOINT ["/tool"]
+`
+
+// TestBuildOnScratch: an image on scratch holds only what its stage copies (with their
+// parent directories), runs as root (no USER), and has BuildKit's PATH and no stand-in.
+func TestBuildOnScratch(t *testing.T) {
+	s, err := ParseDockerfile(strings.NewReader(scratchDockerfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin, ca := filepath.Join(dir, "tool"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(bin, []byte("binary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, []byte("CA"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "tool.tar")
+	o := Options{Tag: "registry.example/tool:v1", Files: map[string]string{"/src/tool": bin, "/etc/ssl/certs/ca-certificates.crt": ca}, CABundle: "/nonexistent"}
+	if err := BuildFile(s, o, out); err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "" || strings.Join(cf.Config.Entrypoint, " ") != "/tool" || len(cf.Config.Labels) != 0 ||
+		len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], "PATH=") {
+		t.Errorf("config %+v, want root, entrypoint /tool, PATH only, no labels", cf.Config)
+	}
+	var names []string
+	for name, h := range files(t, img) {
+		names = append(names, name)
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d, want root", name, h.Uid, h.Gid)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"/etc", "/etc/ssl", "/etc/ssl/certs", "/etc/ssl/certs/ca-certificates.crt", "/tool"}
+	if !slices.Equal(names, want) {
+		t.Errorf("image files %q, want %q", names, want)
+	}
+	if b := readFile(t, img, "/tool"); string(b) != "binary" {
+		t.Errorf("/tool holds %q", b)
+	}
+	if b := readFile(t, img, "/etc/ssl/certs/ca-certificates.crt"); string(b) != "CA" {
+		t.Errorf("CA bundle %q", b)
 	}
 }

@@ -1,0 +1,506 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// kubeVIPBounds are docs/kube-vip.md's bounds on the outage, from the timings the
+// controller put into the kube-vip DaemonSet (kube-vip-agent's defaults mapped to whole
+// seconds: 3/2/1 s, ARP tick 1 s).
+type kubeVIPBounds struct {
+	// crash: after a SIGKILL of the leader, a follower may have seen the last renewal up
+	// to 1.2 retry periods late, takes the Lease once it expired (lease duration), tries
+	// every 1.2 retry periods, and adds the VIP on its next ARP tick:
+	// leaseDuration + 3 × retryPeriod + vip_arpRate.
+	crash time.Duration
+	// switchover between the implementations: the controller retries the handover every
+	// HandoverPoll until the old pods are deleted, which the kubelets confirm only after
+	// the containers have stopped, so the poll after the old agent dropped the VIP may
+	// still find them: two polls. Then the new agent wins its fresh Lease at once
+	// (kube-vip's lease duration covers the pod's start) and kube-vip adds the VIP on its
+	// next ARP tick: 2 × HandoverPoll + leaseDuration + vip_arpRate.
+	switchover time.Duration
+}
+
+// boundsOf reads the timings from the kube-vip container's environment.
+func boundsOf(t *testing.T, ds *appsv1.DaemonSet) kubeVIPBounds {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	num := func(name string) time.Duration {
+		n, err := strconv.Atoi(env[name])
+		if err != nil {
+			t.Fatalf("kube-vip's %s is %q: %v", name, env[name], err)
+		}
+		return time.Duration(n)
+	}
+	lease, retry, arp := num("vip_leaseduration")*time.Second, num("vip_retryperiod")*time.Second, num("vip_arpRate")*time.Millisecond
+	return kubeVIPBounds{
+		crash:      lease + 3*retry + arp,
+		switchover: 2*agentrollout.HandoverPoll + lease + arp,
+	}
+}
+
+// TestKubeVIP switches the live exposure to upstream kube-vip, as an operator does (the
+// providerConfig's agent.implementation, then the reconcile annotation), with kube-vip's
+// image built from the module proxy and loaded into the nodes under the name the image
+// vector gives it. kube-vip's DaemonSet comes up 3/3 Ready after ours is gone, the VIP is
+// on one node and the API answers through it, within the switch's bound and never on two
+// nodes; kube-vip runs under containerd-shim with only NET_ADMIN and NET_RAW and its
+// service-account token. A SIGKILL of the leader's kube-vip (an OOM kill), and a second
+// one in the kubelet's back-off, which another node must take over, stay within the crash
+// bound; the time with the VIP on two nodes is reported, not asserted (kube-vip has no
+// guard against it). Then the exposure switches back to kube-vip-agent, which comes back
+// 3/3 with the VIP on one node, as the other scenarios expect it; a failed step switches
+// back in the test's cleanup.
+func TestKubeVIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	deployed(t, ctx)
+	exp := exposed(t, ctx)
+	s := &kubeVIPScenario{exposure: client.ObjectKeyFromObject(exp), port: int(exp.Spec.Port)}
+	ref, err := cluster.LoadKubeVIP(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-vip image %s loaded into every node", ref)
+	restored := false
+	t.Cleanup(func() {
+		if !restored {
+			s.switchImplementation(t, ctx, nil)
+			waitReady(t, ctx)
+		}
+	})
+
+	if !t.Run("switch to kube-vip", func(t *testing.T) { s.switchToKubeVIP(t, ctx, ref) }) {
+		return
+	}
+	t.Run("runs as its DaemonSet says", func(t *testing.T) { s.checkProcesses(t, ctx) })
+	t.Run("leader's kube-vip SIGKILLed", func(t *testing.T) { s.killLeader(t, ctx) })
+	t.Run("switch back to kube-vip-agent", func(t *testing.T) {
+		restored = true
+		s.switchBack(t, ctx)
+	})
+}
+
+// kubeVIPScenario is the shared exposure and what the switch to kube-vip showed.
+type kubeVIPScenario struct {
+	exposure client.ObjectKey
+	// port is the exposure's kube-apiserver port.
+	port int
+	// bounds are set by switchToKubeVIP.
+	bounds kubeVIPBounds
+}
+
+// switchImplementation sets (nil: removes, back to the default) agent.implementation in
+// the exposure's providerConfig and asks for a reconciliation, as gardenlet does after a
+// Shoot change.
+func (s *kubeVIPScenario) switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.AgentImplementation) {
+	t.Helper()
+	cl, err := newClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := "null"
+	if impl != nil {
+		value = strconv.Quote(string(*impl))
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"gardener.cloud/operation":"reconcile"}},"spec":{"providerConfig":{"agent":{"implementation":%s}}}}`, value)
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: metav1.ObjectMeta{Namespace: s.exposure.Namespace, Name: s.exposure.Name}}
+	if err := cl.Patch(ctx, exp, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("switching agent.implementation to %s: %v", value, err)
+	}
+}
+
+// switchover starts the client's prober and a holder sampler, runs doSwitch (which returns
+// the bound) and returns once the VIP answers again; it checks the outage against the
+// bound and that the VIP was never on two nodes.
+func (s *kubeVIPScenario) switchover(t *testing.T, ctx context.Context, what string, doSwitch func() time.Duration) {
+	t.Helper()
+	p := probe(t, ctx, 3*time.Minute)
+	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
+	start := time.Now()
+	bound := doSwitch()
+	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitAnswers(t, ctx, bound)
+	// Let the prober's probes in flight end with successes.
+	time.Sleep(300 * time.Millisecond)
+	res, rep := p.Stop(), sampler.Stop()
+	var (
+		total   time.Duration
+		outages []string
+	)
+	for _, o := range res.Outages {
+		total += o.Duration()
+		outages = append(outages, fmt.Sprintf("+%s..+%s", o.Start.Sub(start).Round(time.Millisecond), o.End.Sub(start).Round(time.Millisecond)))
+	}
+	t.Logf("%s: done after %s, VIP on %s; outages %v, %s in all; holders %s", what, time.Since(start).Round(time.Millisecond), holder.Name(),
+		outages, total.Round(time.Millisecond), changesSince(rep, start))
+	checkOutage(t, what, res, bound)
+	if total > bound {
+		t.Errorf("%s: the outages add up to %s, more than the bound %s", what, total.Round(time.Millisecond), bound)
+	}
+	if rep.MaxHolders() > 1 || len(rep.Overlaps) > 0 {
+		t.Errorf("%s: the VIP was on two nodes at once: %+v", what, rep.Overlaps)
+	}
+}
+
+// switchToKubeVIP switches to kube-vip and checks its DaemonSet, image, the API through
+// the VIP and the Lease; it sets the bounds from the DaemonSet's timings.
+func (s *kubeVIPScenario) switchToKubeVIP(t *testing.T, ctx context.Context, ref string) {
+	s.switchover(t, ctx, "switch kube-vip-agent -> kube-vip", func() time.Duration {
+		s.switchImplementation(t, ctx, ptr.To(v1alpha1.AgentImplementationKubeVIP))
+		exposed(t, ctx)
+		ds := waitDaemonSetReady(t, ctx, agentrollout.KubeVIPName)
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != ref {
+			t.Errorf("kube-vip runs %s, want the image vector's %s", img, ref)
+		}
+		waitDaemonSetGone(t, ctx, agentrollout.Name)
+		s.bounds = boundsOf(t, ds)
+		return s.bounds.switchover
+	})
+	t.Logf("bounds from the DaemonSet's timings: crash %s, switch %s", s.bounds.crash, s.bounds.switchover)
+	// The API answers through the VIP, and the Lease names the node that holds it.
+	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cluster.Net().Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeHTTPS, Count: 20, Interval: 50 * time.Millisecond, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := p.Wait(); res.Failures > 0 {
+		t.Errorf("GET https://VIP:6443/readyz from the client failed %d of %d times: %+v", res.Failures, res.Probes, res.Outages)
+	}
+	lease, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.KubeVIPLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != holder.Name() {
+		t.Errorf("Lease %s is held by %v, but the VIP is on %s", lease.Name, lease.Spec.HolderIdentity, holder.Name())
+	}
+}
+
+// checkProcesses: on every node one kube-vip process, a child of
+// containerd-shim-runc-v2, with exactly NET_ADMIN and NET_RAW effective, under a seccomp
+// filter and no_new_privs, on a read-only root file system, the in-cluster
+// config on the node's own kube-apiserver, and in its file system the service-account
+// token and no kubeconfig (kube-vip prefers /etc/kubernetes/admin.conf and
+// $HOME/.kube/config when they exist).
+func (s *kubeVIPScenario) checkProcesses(t *testing.T, ctx context.Context) {
+	for _, n := range cluster.Nodes() {
+		procs, err := n.Processes("kube-vip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) != 1 {
+			t.Errorf("%s runs %d kube-vip processes, want 1", n.Name(), len(procs))
+			continue
+		}
+		p := procs[0]
+		checkParentShim(t, n.Name(), "kube-vip", p)
+		if p.CapEff != capNetAdminRaw {
+			t.Errorf("%s: kube-vip CapEff %#x, want exactly NET_ADMIN|NET_RAW (%#x)", n.Name(), p.CapEff, capNetAdminRaw)
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// RuntimeDefault seccomp is a filter (mode 2); allowPrivilegeEscalation: false is
+		// no_new_privs.
+		for _, want := range []string{"Seccomp:\t2\n", "NoNewPrivs:\t1\n"} {
+			if !strings.Contains(string(status), want) {
+				t.Errorf("%s: kube-vip's /proc status lacks %q", n.Name(), strings.TrimSpace(want))
+			}
+		}
+		if !readOnlyRoot(t, p.PID) {
+			t.Errorf("%s: kube-vip's root file system is not mounted read-only", n.Name())
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := strings.Split(string(env), "\x00")
+		for _, want := range []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", fmt.Sprintf("KUBERNETES_SERVICE_PORT=%d", s.port)} {
+			if !slices.Contains(vars, want) {
+				t.Errorf("%s: kube-vip's environment lacks %s", n.Name(), want)
+			}
+		}
+		root := fmt.Sprintf("/proc/%d/root", p.PID)
+		if _, err := os.Stat(filepath.Join(root, "var/run/secrets/kubernetes.io/serviceaccount/token")); err != nil {
+			t.Errorf("%s: kube-vip has no service-account token: %v", n.Name(), err)
+		}
+		for _, kc := range []string{"etc/kubernetes/admin.conf", "etc/kubernetes/super-admin.conf", "root/.kube/config", ".kube/config"} {
+			if _, err := os.Stat(filepath.Join(root, kc)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: kube-vip's file system has /%s (stat: %v): it must use its token", n.Name(), kc, err)
+			}
+		}
+	}
+	for _, pod := range kubeVIPPods(t, ctx) {
+		if pod.Spec.ServiceAccountName != agentrollout.KubeVIPName || (pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken) {
+			t.Errorf("kube-vip pod %s does not run with the token of service account %s", pod.Name, agentrollout.KubeVIPName)
+		}
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if m.MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" {
+				t.Errorf("kube-vip pod %s mounts %s at %s; only the token is expected", pod.Name, m.Name, m.MountPath)
+			}
+		}
+	}
+}
+
+// readOnlyRoot tells whether the process's root is mounted read-only (the options of
+// the mount at "/" in its mount namespace).
+func readOnlyRoot(t *testing.T, pid int) bool {
+	t.Helper()
+	mounts, err := os.ReadFile(fmt.Sprintf("/proc/%d/mounts", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := false
+	for _, line := range strings.Split(string(mounts), "\n") {
+		// The last mount at "/" is the one the process sees.
+		if f := strings.Fields(line); len(f) > 3 && f[1] == "/" {
+			ro = slices.Contains(strings.Split(f[3], ","), "ro")
+		}
+	}
+	return ro
+}
+
+// killLeader SIGKILLs the leader's kube-vip, as an OOM kill. The kubelet restarts
+// the container at once; if the restarted kube-vip took the VIP back (its Lease names its
+// node, so it renews without waiting for expiry), a second kill follows at once: in that
+// crash loop the kubelet holds the restart back for its back-off (10 s), so another node
+// must take over within the crash bound. Each outage stays within the crash bound.
+func (s *kubeVIPScenario) killLeader(t *testing.T, ctx context.Context) {
+	leader, err := cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.kill(t, ctx, leader, "OOM kill")
+	if first.takeover > 0 {
+		return
+	}
+	if first.holder != leader.Name() {
+		t.Fatalf("the VIP moved from %s to %s with no other node seen holding it", leader.Name(), first.holder)
+	}
+	second := s.kill(t, ctx, leader, "second kill, in crash-loop back-off")
+	if second.takeover == 0 || second.takeover > s.bounds.crash {
+		t.Errorf("no other node took the VIP over within the crash bound %s while the kubelet held %s's kube-vip in back-off (takeover after %s)", s.bounds.crash, leader.Name(), second.takeover)
+	}
+}
+
+// crash is what one kill of a kube-vip process showed.
+type crash struct {
+	// takeover is the time from the kill until a node other than the killed one was first
+	// seen holding the VIP; zero if none was.
+	takeover time.Duration
+	// holder holds the VIP alone once the kubelet has restarted the container.
+	holder string
+}
+
+// kill SIGKILLs node's kube-vip process under containerd-shim while the client
+// probes and every node's addresses are sampled every millisecond, checks the outage
+// against the crash bound and the kubelet's restart, and reports the time with the VIP on
+// two nodes: kube-vip has no guard against it, so it is reported, not asserted.
+func (s *kubeVIPScenario) kill(t *testing.T, ctx context.Context, node *netns.Node, what string) crash {
+	t.Helper()
+	procs, err := nodeOf(node).Processes("kube-vip")
+	if err != nil || len(procs) != 1 {
+		t.Fatalf("kube-vip process on %s: %v (%d found)", node.Name(), err, len(procs))
+	}
+	checkParentShim(t, node.Name(), "kube-vip", procs[0])
+	before := restarts(kubeVIPPodOn(t, ctx, node.Name()))
+	// Long enough for the kubelet's first crash-loop back-off (10 s) and a takeover.
+	p := probe(t, ctx, 25*time.Second)
+	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+	time.Sleep(500 * time.Millisecond)
+	killed := time.Now()
+	if err := syscall.Kill(procs[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := p.Wait()
+	rep := sampler.Stop()
+	checkOutage(t, "kube-vip on "+node.Name()+" SIGKILLed ("+what+")", res, s.bounds.crash)
+	waitDaemonSetReady(t, ctx, agentrollout.KubeVIPName)
+	if after := restarts(kubeVIPPodOn(t, ctx, node.Name())); after != before+1 {
+		t.Errorf("kube-vip container restarts on %s: %d before the kill, %d after, want one more", node.Name(), before, after)
+	}
+	holder, err := cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := crash{holder: holder.Name()}
+	for _, ch := range rep.Changes {
+		if ch.At.After(killed) && slices.ContainsFunc(ch.Holders, func(h string) bool { return h != node.Name() }) {
+			c.takeover = ch.At.Sub(killed)
+			break
+		}
+	}
+	dual, longest := dualHolders(rep)
+	t.Logf("%s of kube-vip on %s: takeover by another node after %s, VIP now on %s alone; holders after the kill: %s; VIP on two nodes for %s in all (longest %s), %d confirmed overlap samples in %d sweeps",
+		what, node.Name(), c.takeover.Round(time.Millisecond), c.holder, changesSince(rep, killed), dual.Round(time.Millisecond), longest.Round(time.Millisecond), len(rep.Overlaps), rep.Sweeps)
+	return c
+}
+
+// switchBack switches the exposure back to kube-vip-agent: our agents come back 3/3 Ready
+// after kube-vip is gone, with the VIP on one node.
+func (s *kubeVIPScenario) switchBack(t *testing.T, ctx context.Context) {
+	s.switchover(t, ctx, "switch kube-vip -> kube-vip-agent", func() time.Duration {
+		s.switchImplementation(t, ctx, nil)
+		exposed(t, ctx)
+		waitReady(t, ctx)
+		waitDaemonSetGone(t, ctx, agentrollout.KubeVIPName)
+		return s.bounds.switchover
+	})
+	if _, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.KubeVIPLeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-vip's Lease %s is left after the switch back (get: %v)", agentrollout.KubeVIPLeaseName, err)
+	}
+}
+
+// waitAnswers waits until the client can connect to the VIP's kube-apiserver port, at
+// most 2 × bound (the prober then reports the outage against bound).
+func (s *kubeVIPScenario) waitAnswers(t *testing.T, ctx context.Context, bound time.Duration) {
+	t.Helper()
+	target := net.JoinHostPort(cluster.Net().VIP().String(), strconv.Itoa(s.port))
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*bound, true, func(ctx context.Context) (bool, error) {
+		dialCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		conn, err := cluster.Net().Client().DialContext(dialCtx, "tcp", target)
+		if last = err; err != nil {
+			return false, nil
+		}
+		return true, conn.Close()
+	})
+	if err != nil {
+		t.Fatalf("the client cannot reach %s: %v (last: %v)", target, err, last)
+	}
+}
+
+// waitDaemonSetReady waits until the named DaemonSet is rolled out on every node with every
+// pod Ready, and returns it.
+func waitDaemonSetReady(t *testing.T, ctx context.Context, name string) *appsv1.DaemonSet {
+	t.Helper()
+	want := int32(len(cluster.Nodes()))
+	var ds *appsv1.DaemonSet
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if ds, err = cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, nil //nolint:nilerr // not there yet
+		}
+		s := ds.Status
+		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
+			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
+	})
+	if err != nil {
+		t.Fatalf("DaemonSet %s not %d/%d Ready: %v\n%s", name, want, want, err, controllerLog(ctx))
+	}
+	return ds
+}
+
+// waitDaemonSetGone waits until the named DaemonSet and its pods are gone.
+func waitDaemonSetGone(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	sel := metav1.ListOptions{LabelSelector: agentrollout.LabelAppName + "=" + name}
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			left = []string{"DaemonSet " + name}
+			return false, nil
+		}
+		pods, err := cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, sel)
+		left = podNames(pods)
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%s is not gone: %v left: %v", name, left, err)
+	}
+}
+
+func kubeVIPPods(t *testing.T, ctx context.Context) []corev1.Pod {
+	t.Helper()
+	pods, err := cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, metav1.ListOptions{LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.KubeVIPName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != len(cluster.Nodes()) {
+		t.Errorf("%d kube-vip pods, want %d: %v", len(pods.Items), len(cluster.Nodes()), podNames(pods))
+	}
+	return pods.Items
+}
+
+func kubeVIPPodOn(t *testing.T, ctx context.Context, node string) *corev1.Pod {
+	t.Helper()
+	for _, p := range kubeVIPPods(t, ctx) {
+		if p.Spec.NodeName == node {
+			return &p
+		}
+	}
+	t.Fatalf("no kube-vip pod on %s", node)
+	return nil
+}
+
+// dualHolders sums the time the sampler saw the VIP on two or more nodes and returns the
+// longest such stretch.
+func dualHolders(rep netns.SamplerReport) (total, longest time.Duration) {
+	for i, c := range rep.Changes {
+		if len(c.Holders) < 2 {
+			continue
+		}
+		end := rep.End
+		if i+1 < len(rep.Changes) {
+			end = rep.Changes[i+1].At
+		}
+		total += end.Sub(c.At)
+		longest = max(longest, end.Sub(c.At))
+	}
+	return total, longest
+}
+
+// changesSince renders the holder changes after t as "+offset [holders]".
+func changesSince(rep netns.SamplerReport, t0 time.Time) string {
+	var b strings.Builder
+	for _, c := range rep.Changes {
+		if c.At.Before(t0) {
+			continue
+		}
+		fmt.Fprintf(&b, " +%s %v", c.At.Sub(t0).Round(time.Millisecond), c.Holders)
+	}
+	return strings.TrimSpace(b.String())
+}
