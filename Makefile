@@ -25,10 +25,14 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 # parallel port creates took 25 s on a busy 2-core machine, against ~0.2 s each alone),
 # and the failover tests measure sub-second timings on the same two cores. One package
 # at a time keeps both the Neutron latency and the timings honest.
-INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v /test/integration/dataplane)
+INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v -e /test/integration/dataplane -e /test/integration/ovn)
 # The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents): its own
 # step, because hack/dataplane.sh restarts Neutron with the agents and removes them again.
 DATAPLANE_PKGS = ./test/integration/dataplane/...
+# The front door through ML2/OVN (hack/ovn.sh: OVS's userspace datapath, OVN, Neutron with the
+# OVN driver), on a Keystone + Neutron of its own.
+OVN_PKGS = ./test/integration/ovn/...
+OVN_ENV = KUBE_VIP_OPENSTACK_DIR=$(CURDIR)/.local/openstack-ovn KUBE_VIP_OPENSTACK_ENV=$(CURDIR)/.local/openstack-ovn/env.sh KEYSTONE_PORT=5010 NEUTRON_PORT=9710
 UNIT_TIMEOUT ?= 10m
 INTEGRATION_TIMEOUT ?= 40m
 TEST_FLAGS ?=
@@ -115,7 +119,7 @@ kube-binaries:
 # once.
 .PHONY: prebuild-integration
 prebuild-integration:
-	@$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) >/dev/null
+	@$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) $(OVN_PKGS) >/dev/null
 
 # Builds the kube binaries first (once, ~10 min cold), brings Keystone + Neutron up unless
 # they run already, and stops them again afterwards (also on failure) if it started them.
@@ -145,6 +149,22 @@ test-dataplane:
 	hack/dataplane.sh down || rc=1; \
 	exit $$rc
 
+# The ML2/OVN tier: hack/ovn.sh up (OVS + OVN + a fresh Keystone + Neutron with the OVN
+# driver in .local/openstack-ovn), the tests, then down (also on failure).
+.PHONY: test-ovn
+test-ovn:
+	@mkdir -p $(RESULTS)
+	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
+	@hack/install-deps.sh
+	export $(OVN_ENV); rc=0; rm -rf .local/openstack-ovn; \
+	hack/ovn.sh up || rc=$$?; \
+	if [ $$rc = 0 ]; then \
+	  set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(OVN_PKGS) \
+	    | bin/testsummary -tier ovn -tooling $(TOOLING_DIRS) -raw $(RESULTS)/ovn.json -summary-file $(RESULTS)/ovn.summary || rc=$$?; \
+	fi; \
+	hack/ovn.sh down || rc=1; \
+	exit $$rc
+
 # Runs every tier even if an earlier one fails, then prints the tiers' summaries.
 .PHONY: test
 test:
@@ -153,11 +173,12 @@ test:
 	$(MAKE) --no-print-directory test-unit || rc=1; \
 	$(MAKE) --no-print-directory test-integration || rc=1; \
 	$(MAKE) --no-print-directory test-dataplane || rc=1; \
+	$(MAKE) --no-print-directory test-ovn || rc=1; \
 	echo "==== summary"; \
-	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null || true; \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary $(RESULTS)/ovn.summary 2>/dev/null || true; \
 	hack/handback.sh || true; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
-	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary 2>/dev/null \
+	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary $(RESULTS)/ovn.summary 2>/dev/null \
 	  | awk -v rc=$$rc 'function n(k,  i) { for (i = 2; i <= NF; i++) if ($$i ~ "^" k) return $$(i-1); return 0 } \
 	      { c = ($$2 == "tooling:") ? "t" : "p"; P[c] += n("passed"); F[c] += n("failed"); S[c] += n("skipped") } \
 	      END { printf "product: %d passed, %d failed, %d skipped\n", P["p"], F["p"], S["p"]; \

@@ -372,8 +372,15 @@ func (n *Network) DeleteFloatingIP(ctx context.Context, id string) error {
 	return nil
 }
 
-// HostPair is the allowed address pair for a single address: a /32 (IPv4) or /128 (IPv6).
-func HostPair(ip string) string {
+// The VIP's allowed address pair is the bare address, which Neutron takes as a single host.
+// It is the form ML2/OVN recognises when it decides that the unbound VIP port is a virtual
+// port: its driver (neutron 21, Debian 12) keeps only bare addresses of a port's pairs, so an
+// entry "VIP/32" leaves the VIP port a plain port, whose MAC the router then resolves the VIP
+// to, and the floating IP never reaches the node holding the VIP (TestFloatingIPReachesTheVIPOnOVN).
+
+// hostPrefix is the older form of the pair, the address with its host prefix ("VIP/32",
+// "VIP/128"): still the extension's own, and rewritten to the bare address.
+func hostPrefix(ip string) string {
 	if parsed := net.ParseIP(ip); parsed != nil && parsed.To4() == nil {
 		return ip + "/128"
 	}
@@ -383,7 +390,7 @@ func HostPair(ip string) string {
 // samePairAddress tells whether an allowed address pair entry is exactly the host address
 // ip ("ip" or its host prefix).
 func samePairAddress(entry, ip string) bool {
-	return entry == ip || entry == HostPair(ip)
+	return entry == ip || entry == hostPrefix(ip)
 }
 
 // HasPair tells whether the port carries ip as a host allowed address pair.
@@ -396,16 +403,19 @@ func HasPair(p *ports.Port, ip string) bool {
 	return false
 }
 
-// MergePair returns pairs plus ip as a host pair; every existing pair is kept. changed is
-// false when the pair is already present.
+// MergePair returns pairs plus ip as a bare-address pair; every other pair is kept. An entry
+// of the older form "ip/32" is rewritten in place. changed is false when the bare pair is
+// already present.
 func MergePair(pairs []ports.AddressPair, ip string) (merged []ports.AddressPair, changed bool) {
-	for _, pair := range pairs {
-		if samePairAddress(pair.IPAddress, ip) {
-			return pairs, false
-		}
+	if slices.ContainsFunc(pairs, func(p ports.AddressPair) bool { return p.IPAddress == ip }) {
+		return pairs, false
 	}
-	merged = append(append([]ports.AddressPair{}, pairs...), ports.AddressPair{IPAddress: HostPair(ip)})
-	return merged, true
+	merged = append([]ports.AddressPair{}, pairs...)
+	if i := slices.IndexFunc(merged, func(p ports.AddressPair) bool { return p.IPAddress == hostPrefix(ip) }); i >= 0 {
+		merged[i].IPAddress = ip
+		return merged, true
+	}
+	return append(merged, ports.AddressPair{IPAddress: ip}), true
 }
 
 // RemovePair returns pairs without the host pair for ip; every other pair is kept.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,14 +94,11 @@ func TestClassifyRequest(t *testing.T) {
 func TestPairs(t *testing.T) {
 	existing := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.9/32", MACAddress: "fa:16:3e:00:00:01"}}
 	merged, changed := MergePair(existing, "198.18.0.5")
-	if !changed || len(merged) != 3 || merged[2].IPAddress != "198.18.0.5/32" || merged[1] != existing[1] {
-		t.Fatalf("merge: %v %v", merged, changed)
+	if !changed || len(merged) != 3 || merged[2].IPAddress != "198.18.0.5" || merged[1] != existing[1] {
+		t.Fatalf("merge: %v %v, want the bare address appended (ML2/OVN needs it for a virtual port)", merged, changed)
 	}
 	if _, changed := MergePair(merged, "198.18.0.5"); changed {
 		t.Error("merging twice changed the pairs")
-	}
-	if _, changed := MergePair([]ports.AddressPair{{IPAddress: "198.18.0.5"}}, "198.18.0.5"); changed {
-		t.Error("a bare address counts as the host pair")
 	}
 	rest, changed := RemovePair(merged, "198.18.0.5")
 	if !changed || len(rest) != 2 || rest[0] != existing[0] || rest[1] != existing[1] {
@@ -109,8 +107,29 @@ func TestPairs(t *testing.T) {
 	if _, changed := RemovePair(existing, "198.18.0.5"); changed {
 		t.Error("removing an absent pair changed the pairs")
 	}
-	if HostPair("2001:db8::1") != "2001:db8::1/128" {
-		t.Error("IPv6 host pair")
+}
+
+// TestPairOfTheOlderFormIsRewritten: a node port that carries "VIP/32" (what earlier
+// versions wrote) gets the bare address in its place, the pair's MAC and the other pairs
+// kept; both forms are the extension's own.
+func TestPairOfTheOlderFormIsRewritten(t *testing.T) {
+	older := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5/32", MACAddress: "fa:16:3e:00:00:02"}}
+	merged, changed := MergePair(older, "198.18.0.5")
+	want := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5", MACAddress: "fa:16:3e:00:00:02"}}
+	if !changed || !slices.Equal(merged, want) {
+		t.Fatalf("merge over the older form: %v %v, want %v", merged, changed, want)
+	}
+	if older[1].IPAddress != "198.18.0.5/32" {
+		t.Error("MergePair changed the caller's slice")
+	}
+	if !HasPair(&ports.Port{AllowedAddressPairs: older}, "198.18.0.5") {
+		t.Error("the older form is not recognised as the VIP's pair")
+	}
+	if rest, changed := RemovePair(older, "198.18.0.5"); !changed || len(rest) != 1 {
+		t.Errorf("removing the older form: %v %v", rest, changed)
+	}
+	if _, changed := MergePair([]ports.AddressPair{{IPAddress: "2001:db8::1/128"}}, "2001:db8::1"); !changed {
+		t.Error("the IPv6 host prefix form is not rewritten")
 	}
 }
 

@@ -117,7 +117,7 @@ func hasVIPPair(ctx context.Context, t *testing.T, e *neutronEnv, portID, vip st
 	if err != nil {
 		t.Fatalf("reading port %s: %v", portID, err)
 	}
-	return slices.ContainsFunc(p.AllowedAddressPairs, func(a ports.AddressPair) bool { return a.IPAddress == vip+"/32" })
+	return slices.ContainsFunc(p.AllowedAddressPairs, func(a ports.AddressPair) bool { return a.IPAddress == vip })
 }
 
 // eventually polls cond every 100ms until it holds or timeout passes.
@@ -204,7 +204,7 @@ func TestNodeTrackingWithNeutron(t *testing.T) {
 	vip := status.vip
 	t.Logf("VIP %s on port %s", vip, status.portID)
 	if !hasVIPPair(ctx, t, e, portA.ID, vip) {
-		t.Fatalf("port of the first node lacks %s/32", vip)
+		t.Fatalf("port of the first node lacks the pair %s", vip)
 	}
 	reconciledAt := status.lastUpdate
 
