@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -108,7 +109,7 @@ func moduleDir(ctx context.Context, module, version string) (string, error) {
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr != nil || err != nil || info.Error != "" || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %v %s %s", module, version, err, info.Error, stderr.String())
+		return "", fmt.Errorf("go mod download %s@%s: %w (%s %s)", module, version, errors.Join(err, jerr), info.Error, stderr.String())
 	}
 	return info.Dir, nil
 }
