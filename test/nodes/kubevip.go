@@ -109,7 +109,11 @@ func moduleDir(ctx context.Context, module, version string) (string, error) {
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &info); jerr != nil || err != nil || info.Error != "" || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %w (%s %s)", module, version, errors.Join(err, jerr), info.Error, stderr.String())
+		cause := errors.Join(err, jerr)
+		if cause == nil {
+			cause = fmt.Errorf("no module directory: %q", info.Error)
+		}
+		return "", fmt.Errorf("go mod download %s@%s: %w: %s", module, version, cause, stderr.String())
 	}
 	return info.Dir, nil
 }
