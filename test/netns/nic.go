@@ -64,3 +64,22 @@ func (h *Harness) unplugNodes(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ClientIn returns a Client in the existing namespace ns, which the harness neither
+// created nor removes: e.g. the external client of test/dataplane, whose only way to the
+// nodes is a floating IP. Its LAN interface must be Interface; its prober's default
+// target is the VIP, port 6443. The returned function releases the namespace's handles.
+func (h *Harness) ClientIn(ns string) (*Client, func(), error) {
+	n, err := openNamespace(ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &Client{h: h, ns: n}
+	if l, err := n.nl.LinkByName(Interface); err == nil {
+		c.mac = l.Attrs().HardwareAddr
+		if addrs, err := n.nl.AddrList(l, 0); err == nil && len(addrs) > 0 {
+			c.addr, _ = netip.AddrFromSlice(addrs[0].IP.To4())
+		}
+	}
+	return c, n.close, nil
+}
