@@ -26,6 +26,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -57,15 +58,35 @@ func Load(t testing.TB) Env {
 	t.Helper()
 	framework.RequireRoot(t)
 	osEnv := framework.OpenStack(t)
-	path, err := framework.OpenStackEnvFile()
-	if err != nil {
-		t.Fatalf("locating the OpenStack env file: %v", err)
-	}
-	env, err := load(osEnv, filepath.Join(filepath.Dir(path), "dataplane", "env.sh"))
+	env, err := loadFor(osEnv)
 	if err != nil {
 		framework.Unavailable(t, "no Neutron dataplane (%v); start it with: hack/dataplane.sh up", err)
 	}
 	return env
+}
+
+// LoadEnv returns the dataplane outside a test (the benchmark).
+func LoadEnv(ctx context.Context) (Env, error) {
+	path, err := framework.OpenStackEnvFile()
+	if err != nil {
+		return Env{}, err
+	}
+	osEnv, err := framework.LoadOpenStackEnv(path)
+	if err != nil {
+		return Env{}, fmt.Errorf("no local OpenStack (%w); start the dataplane with: hack/dataplane.sh up", err)
+	}
+	if err := osEnv.Ping(ctx); err != nil {
+		return Env{}, fmt.Errorf("the local OpenStack does not answer (%w); start the dataplane with: hack/dataplane.sh up", err)
+	}
+	return loadFor(osEnv)
+}
+
+func loadFor(osEnv framework.OpenStackEnv) (Env, error) {
+	path, err := framework.OpenStackEnvFile()
+	if err != nil {
+		return Env{}, err
+	}
+	return load(osEnv, filepath.Join(filepath.Dir(path), "dataplane", "env.sh"))
 }
 
 func load(osEnv framework.OpenStackEnv, path string) (Env, error) {
@@ -234,6 +255,78 @@ func (p nic) Unplug(ctx context.Context, i int, _ string) error {
 		return nil
 	}
 	return p.env.unplug(ctx, p.ports[i])
+}
+
+// FrontDoor is a hand-made front door, what the controller makes: a VIP port, a floating
+// IP on it, and the VIP in the node ports' allowed address pairs.
+type FrontDoor struct {
+	VIP, FloatingIP string
+	portID, fipID   string
+	nodePorts       []string
+}
+
+// OpenFrontDoor makes a front door for vip (an address of the node subnet) on the node
+// ports (none: no pairs yet). On error, what was made is removed again.
+func (e Env) OpenFrontDoor(ctx context.Context, vip string, nodePorts []string) (fd *FrontDoor, err error) {
+	fd = &FrontDoor{VIP: vip, nodePorts: nodePorts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, fd.Close(context.WithoutCancel(ctx), e))
+			fd = nil
+		}
+	}()
+	port, err := ports.Create(ctx, e.Admin, ports.CreateOpts{
+		Name: "dataplane-front-door", NetworkID: e.OpenStack.NetworkID, ProjectID: e.OpenStack.ProjectID,
+		FixedIPs: []ports.IP{{SubnetID: e.OpenStack.SubnetID, IPAddress: vip}},
+	}).Extract()
+	if err != nil {
+		return fd, fmt.Errorf("creating the VIP port: %w", err)
+	}
+	fd.portID = port.ID
+	fip, err := floatingips.Create(ctx, e.Admin, floatingips.CreateOpts{
+		FloatingNetworkID: e.OpenStack.ExternalNetworkID, PortID: port.ID, ProjectID: e.OpenStack.ProjectID,
+	}).Extract()
+	if err != nil {
+		return fd, fmt.Errorf("creating the floating IP: %w", err)
+	}
+	fd.fipID, fd.FloatingIP = fip.ID, fip.FloatingIP
+	for _, id := range nodePorts {
+		if err := e.SetPairs(ctx, id, vip); err != nil {
+			return fd, err
+		}
+	}
+	return fd, nil
+}
+
+// Close removes the front door: the pairs, the floating IP and the VIP port.
+func (fd *FrontDoor) Close(ctx context.Context, e Env) error {
+	var errs []error
+	for _, id := range fd.nodePorts {
+		errs = append(errs, e.SetPairs(ctx, id))
+	}
+	if fd.fipID != "" {
+		if err := floatingips.Delete(ctx, e.Admin, fd.fipID).ExtractErr(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the floating IP: %w", err))
+		}
+	}
+	if fd.portID != "" {
+		if err := ports.Delete(ctx, e.Admin, fd.portID).ExtractErr(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the VIP port: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetPairs replaces the allowed address pairs of a port with addrs.
+func (e Env) SetPairs(ctx context.Context, portID string, addrs ...string) error {
+	pairs := []ports.AddressPair{}
+	for _, a := range addrs {
+		pairs = append(pairs, ports.AddressPair{IPAddress: a})
+	}
+	if _, err := ports.Update(ctx, e.Admin, portID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
+		return fmt.Errorf("setting the pairs of port %s: %w", portID, err)
+	}
+	return nil
 }
 
 // Exec runs a command in namespace ns and returns its combined output.

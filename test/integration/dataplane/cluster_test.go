@@ -83,7 +83,17 @@ var (
 
 var suite framework.Suite[*frontDoor]
 
-func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+// closeErr is what closing the cluster failed on or left behind; it fails the package.
+var closeErr error
+
+func TestMain(m *testing.M) {
+	code := suite.Run(m)
+	if closeErr != nil {
+		fmt.Fprintln(os.Stderr, "dataplane:", closeErr)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // frontDoor is the package's cluster behind the Neutron router.
 type frontDoor struct {
@@ -117,10 +127,10 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	if c != nil {
 		s.Defer(func() {
 			if err := c.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, "dataplane: closing the cluster:", err)
+				closeErr = fmt.Errorf("closing the cluster: %w", err)
 			}
 			if left := c.Leftovers(); len(left) > 0 {
-				fmt.Fprintf(os.Stderr, "dataplane: the cluster left behind: %q\n", left)
+				closeErr = errors.Join(closeErr, fmt.Errorf("the cluster left behind: %q", left))
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 // "Nova step" has nodes with the ports' MACs and fixed IPs, wired by the linuxbridge agent
 // with port security on; the node security group lets the nodes reach each other's etcd
 // peer port but not an arbitrary port, and the external client reaches no node address.
+// A node's way out through the router survives its link going down and up again.
 func TestHarnessNodesOnNeutronPorts(t *testing.T) {
 	env := dataplane.Load(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -78,5 +79,25 @@ func TestHarnessNodesOnNeutronPorts(t *testing.T) {
 	}
 	if reaches(2390) {
 		t.Errorf("%s reaches %s's port 2390, which the node security group does not admit", a, b)
+	}
+
+	// Out through the router (SNAT) to the external client's address, before and after a
+	// cut cable: the kernel drops the default route with the link, LinkUp restores it.
+	out := func() bool {
+		_, err := a.Run(ctx, "ping", "-c", "1", "-W", "1", env.ClientIP)
+		return err == nil
+	}
+	if !out() {
+		t.Fatalf("%s cannot reach %s through the router", a, env.ClientIP)
+	}
+	if err := a.LinkDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.LinkUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !out() {
+		routes, _ := a.Run(ctx, "ip", "route")
+		t.Errorf("after link down and up, %s cannot reach %s through the router; routes:\n%s", a, env.ClientIP, routes)
 	}
 }

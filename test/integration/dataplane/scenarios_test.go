@@ -126,6 +126,12 @@ func TestRouterLeaderLinkDown(t *testing.T) {
 	if err := leader.LinkUp(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Back on the network, the node must have its way out (the default route) again, or
+	// the floating IP dies the next time it holds the VIP.
+	if _, err := leader.Run(ctx, "ping", "-c", "1", "-W", "2", f.dp.ClientIP); err != nil {
+		routes, _ := leader.Run(ctx, "ip", "route")
+		t.Errorf("%s cannot reach %s through the router after its link came back: %v; routes:\n%s", leader, f.dp.ClientIP, err, routes)
+	}
 	if err := leader.WaitAPIServerReady(ctx); err != nil {
 		t.Fatal(err)
 	}
