@@ -393,12 +393,35 @@ smoke() {
   return $rc
 }
 
+pss_kb() { awk '/^Pss:/{s+=$2} END{print s+0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+
+# status: whether each part runs, and its memory (proportional set size, so that the shared
+# Python libraries count once).
 status() {
-  local rc=0 n
+  local rc=0 n pid kb total=0 beam
   for n in linuxbridge-agent l3-agent; do
-    if alive "$DP/run/$n.pid" "$DP/bin/$n" >/dev/null; then echo "$n: running"; else echo "$n: not running"; rc=1; fi
+    if pid=$(alive "$DP/run/$n.pid" "$DP/bin/$n"); then
+      kb=$(pss_kb "$pid") total=$((total + kb))
+      echo "$n: running, $((kb / 1024)) MiB"
+    else
+      echo "$n: not running"
+      rc=1
+    fi
   done
-  if alive "$DP/run/rabbit-launcher.pid" rabbitmq-server >/dev/null; then echo "rabbitmq: running"; else echo "rabbitmq: not running"; rc=1; fi
+  kb=0
+  for pid in $(pgrep -f "privsep-helper --config-file $ETC/neutron.conf --config-file $ETC/dataplane.conf"); do kb=$((kb + $(pss_kb "$pid"))); done
+  total=$((total + kb))
+  echo "privsep daemons: $(pgrep -fc "privsep-helper --config-file $ETC/neutron.conf --config-file $ETC/dataplane.conf"), $((kb / 1024)) MiB"
+  if pid=$(alive "$DP/run/rabbit-launcher.pid" rabbitmq-server); then
+    kb=0
+    for beam in $(ps -o pid= --ppid "$pid"); do kb=$((kb + $(pss_kb "$beam"))); done
+    total=$((total + kb))
+    echo "rabbitmq: running, $((kb / 1024)) MiB"
+  else
+    echo "rabbitmq: not running"
+    rc=1
+  fi
+  echo "dataplane total: $((total / 1024)) MiB (on top of Keystone + Neutron)"
   return $rc
 }
 

@@ -198,9 +198,19 @@ func (e Env) plug(ctx context.Context, ns, portID string) (Node, error) {
 	}); err != nil {
 		return n, fmt.Errorf("bridge %s did not appear: %w", e.NodeBridge, err)
 	}
+	// The agent may wire the tap twice (once when it appears, again once it is on the
+	// bridge; the port goes ACTIVE, BUILD, ACTIVE): wait until ACTIVE holds for two of its
+	// polling intervals.
+	var activeSince time.Time
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := ports.Get(ctx, e.Admin, portID).Extract()
-		return err == nil && p.Status == "ACTIVE", nil
+		switch {
+		case err != nil || p.Status != "ACTIVE":
+			activeSince = time.Time{}
+		case activeSince.IsZero():
+			activeSince = time.Now()
+		}
+		return !activeSince.IsZero() && time.Since(activeSince) >= settled, nil
 	}); err != nil {
 		return n, fmt.Errorf("port %s did not become ACTIVE: %w", portID, err)
 	}
@@ -216,8 +226,20 @@ func (e Env) unplug(ctx context.Context, portID string) error {
 	}).Extract(); err != nil {
 		return fmt.Errorf("unbinding port %s: %w", portID, err)
 	}
+	// Neutron reports DOWN a moment later; a plug before that would take the old ACTIVE
+	// for the new binding's.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := ports.Get(ctx, e.Admin, portID).Extract()
+		return err == nil && p.Status == "DOWN", nil
+	}); err != nil {
+		return fmt.Errorf("port %s not DOWN after unbinding: %w", portID, err)
+	}
 	return nil
 }
+
+// settled is how long a port must stay ACTIVE to count as wired: two polling intervals of
+// the linuxbridge agent (hack/dataplane.sh sets 1 s).
+const settled = 2 * time.Second
 
 // tapOf is the host end's name, as Nova names a VM's tap.
 func tapOf(portID string) string { return "tap" + portID[:11] }

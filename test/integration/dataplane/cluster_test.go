@@ -305,21 +305,11 @@ func (f *frontDoor) deployed(t *testing.T, ctx context.Context) (*netns.Node, st
 	return holder, st
 }
 
-// waitReady waits until the DaemonSet is rolled out with every pod Ready.
+// waitReady waits until the agents' DaemonSet is rolled out with every pod Ready.
 func (f *frontDoor) waitReady(t *testing.T, ctx context.Context) {
 	t.Helper()
-	want := int32(len(f.cluster.Nodes()))
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ds, err := f.cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not there yet
-		}
-		s := ds.Status
-		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
-			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
-	})
-	if err != nil {
-		t.Fatalf("agents not %d/%d Ready: %v", want, want, err)
+	if err := f.cluster.WaitDaemonSetReady(ctx, framework.Namespace, agentrollout.Name, 3*time.Minute); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -354,20 +344,6 @@ func (f *frontDoor) probe(t *testing.T, ctx context.Context, fip string, d time.
 		t.Fatal(err)
 	}
 	return p
-}
-
-// checkOutage fails the test if an outage did not end or the longest exceeded bound.
-func checkOutage(t *testing.T, scenario string, res netns.ProbeResult, bound time.Duration) {
-	t.Helper()
-	for _, o := range res.Outages {
-		if o.Open() {
-			t.Errorf("%s: the floating IP was still unreachable when probing ended (%d probes since %s: %s)", scenario, o.Failed, o.Start.Format(time.StampMilli), o.FirstError)
-		}
-	}
-	t.Logf("%s: longest outage through the floating IP %s (bound %s), %d outages, %d of %d probes failed", scenario, res.Longest().Round(time.Millisecond), bound, len(res.Outages), res.Failures, res.Probes)
-	if res.Longest() > bound {
-		t.Errorf("%s: longest outage %s exceeds the bound %s", scenario, res.Longest().Round(time.Millisecond), bound)
-	}
 }
 
 // checkRouterFollows fails the test unless the qrouter namespace's neighbour entry for the

@@ -74,7 +74,7 @@ func (f *frontDoor) failover(t *testing.T, ctx context.Context, name string, d, 
 	p := f.probe(t, ctx, st.fip, d)
 	time.Sleep(500 * time.Millisecond)
 	fault(leader)
-	checkOutage(t, name, p.Wait(), bound)
+	netns.CheckOutage(t, name+" (through the floating IP)", p.Wait(), bound)
 	holder, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return accept(leader, n) })
 	if err != nil {
 		t.Fatal(err)
