@@ -177,22 +177,27 @@ start_agent() { # start_agent NAME INI
   echo $! >"$DP/run/$1.pid"
 }
 
-# The node security group admits ICMP and the API ports from anywhere, as a shoot's would.
+# The node security group admits ICMP and the API ports from anywhere, as a shoot's would, and
+# from the group itself (the other nodes) what a control plane needs between its nodes: etcd's
+# client and peer ports and the kubelet's port.
+sg_rule() { # sg_rule PROTO PORT_MIN PORT_MAX REMOTE (an address prefix or "self"), unless it exists
+  local remote port match body
+  if [ "$4" = self ]; then remote='"remote_group_id":"'"$SECURITY_GROUP_ID"'"' match='.remote_group_id==$sg'; else remote='"remote_ip_prefix":"'"$4"'"' match='.remote_ip_prefix==$r'; fi
+  port="" && [ -z "$2" ] || port=',"port_range_min":'"$2"',"port_range_max":'"$3"
+  [ "$(jq --arg p "$1" --arg n "$2" --arg x "$3" --arg sg "$SECURITY_GROUP_ID" --arg r "$4" \
+    "[.security_group_rules[] | select(.protocol==\$p and $match and (.port_range_min|tostring)==(if \$n==\"\" then \"null\" else \$n end) and (.port_range_max|tostring)==(if \$x==\"\" then \"null\" else \$x end))] | length" <<<"$RULES")" = 0 ] || return 0
+  body='{"security_group_rule":{"security_group_id":"'"$SECURITY_GROUP_ID"'","direction":"ingress","ethertype":"IPv4","protocol":"'"$1"'"'"$port,$remote"'}}'
+  nt POST /security-group-rules "$body" >/dev/null
+}
 provision() {
-  local proto port rules
   # shellcheck source=/dev/null
   . "$DIR/env.sh"
-  rules=$(nt GET "/security-group-rules?security_group_id=$SECURITY_GROUP_ID&direction=ingress")
-  for r in icmp: tcp:443 tcp:6443; do
-    proto=${r%%:*} port=${r#*:}
-    if [ "$(jq --arg p "$proto" --arg n "$port" '[.security_group_rules[] | select(.protocol==$p and .remote_ip_prefix=="0.0.0.0/0" and ((.port_range_min|tostring)==$n or ($n=="" and .port_range_min==null)))] | length' <<<"$rules")" = 0 ]; then
-      if [ -n "$port" ]; then
-        nt POST /security-group-rules '{"security_group_rule":{"security_group_id":"'"$SECURITY_GROUP_ID"'","direction":"ingress","ethertype":"IPv4","protocol":"'"$proto"'","port_range_min":'"$port"',"port_range_max":'"$port"',"remote_ip_prefix":"0.0.0.0/0"}}' >/dev/null
-      else
-        nt POST /security-group-rules '{"security_group_rule":{"security_group_id":"'"$SECURITY_GROUP_ID"'","direction":"ingress","ethertype":"IPv4","protocol":"'"$proto"'","remote_ip_prefix":"0.0.0.0/0"}}' >/dev/null
-      fi
-    fi
-  done
+  RULES=$(nt GET "/security-group-rules?security_group_id=$SECURITY_GROUP_ID&direction=ingress")
+  sg_rule icmp "" "" 0.0.0.0/0
+  sg_rule tcp 443 443 0.0.0.0/0
+  sg_rule tcp 6443 6443 0.0.0.0/0
+  sg_rule tcp 2379 2380 self
+  sg_rule tcp 10250 10250 self
   MTU=$(nt GET "/networks/$NETWORK_ID" | jq -r .network.mtu)
   (
     umask 077
@@ -388,12 +393,35 @@ smoke() {
   return $rc
 }
 
+pss_kb() { awk '/^Pss:/{s+=$2} END{print s+0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+
+# status: whether each part runs, and its memory (proportional set size, so that the shared
+# Python libraries count once).
 status() {
-  local rc=0 n
+  local rc=0 n pid kb total=0 beam
   for n in linuxbridge-agent l3-agent; do
-    if alive "$DP/run/$n.pid" "$DP/bin/$n" >/dev/null; then echo "$n: running"; else echo "$n: not running"; rc=1; fi
+    if pid=$(alive "$DP/run/$n.pid" "$DP/bin/$n"); then
+      kb=$(pss_kb "$pid") total=$((total + kb))
+      echo "$n: running, $((kb / 1024)) MiB"
+    else
+      echo "$n: not running"
+      rc=1
+    fi
   done
-  if alive "$DP/run/rabbit-launcher.pid" rabbitmq-server >/dev/null; then echo "rabbitmq: running"; else echo "rabbitmq: not running"; rc=1; fi
+  kb=0
+  for pid in $(pgrep -f "privsep-helper --config-file $ETC/neutron.conf --config-file $ETC/dataplane.conf"); do kb=$((kb + $(pss_kb "$pid"))); done
+  total=$((total + kb))
+  echo "privsep daemons: $(pgrep -fc "privsep-helper --config-file $ETC/neutron.conf --config-file $ETC/dataplane.conf"), $((kb / 1024)) MiB"
+  if pid=$(alive "$DP/run/rabbit-launcher.pid" rabbitmq-server); then
+    kb=0
+    for beam in $(ps -o pid= --ppid "$pid"); do kb=$((kb + $(pss_kb "$beam"))); done
+    total=$((total + kb))
+    echo "rabbitmq: running, $((kb / 1024)) MiB"
+  else
+    echo "rabbitmq: not running"
+    rc=1
+  fi
+  echo "dataplane total: $((total / 1024)) MiB (on top of Keystone + Neutron)"
   return $rc
 }
 

@@ -50,6 +50,7 @@ type options struct {
 	from            string
 	logs            string
 	soak            int
+	dataplane       bool
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
 	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
+	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -118,6 +120,9 @@ func run(ctx context.Context, o options) error {
 	scenarios, err := selectScenarios(o.scenarios)
 	if err != nil {
 		return err
+	}
+	if o.dataplane {
+		return runDataplane(ctx, log, o, bins.agent, scenarios, out)
 	}
 
 	log.Info("starting the netns harness with a 3-node control plane")

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,11 +26,13 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
 // Env is what `hack/dataplane.sh up` wrote to .local/openstack/dataplane/env.sh.
@@ -54,15 +58,35 @@ func Load(t testing.TB) Env {
 	t.Helper()
 	framework.RequireRoot(t)
 	osEnv := framework.OpenStack(t)
-	path, err := framework.OpenStackEnvFile()
-	if err != nil {
-		t.Fatalf("locating the OpenStack env file: %v", err)
-	}
-	env, err := load(osEnv, filepath.Join(filepath.Dir(path), "dataplane", "env.sh"))
+	env, err := loadFor(osEnv)
 	if err != nil {
 		framework.Unavailable(t, "no Neutron dataplane (%v); start it with: hack/dataplane.sh up", err)
 	}
 	return env
+}
+
+// LoadEnv returns the dataplane outside a test (the benchmark).
+func LoadEnv(ctx context.Context) (Env, error) {
+	path, err := framework.OpenStackEnvFile()
+	if err != nil {
+		return Env{}, err
+	}
+	osEnv, err := framework.LoadOpenStackEnv(path)
+	if err != nil {
+		return Env{}, fmt.Errorf("no local OpenStack (%w); start the dataplane with: hack/dataplane.sh up", err)
+	}
+	if err := osEnv.Ping(ctx); err != nil {
+		return Env{}, fmt.Errorf("the local OpenStack does not answer (%w); start the dataplane with: hack/dataplane.sh up", err)
+	}
+	return loadFor(osEnv)
+}
+
+func loadFor(osEnv framework.OpenStackEnv) (Env, error) {
+	path, err := framework.OpenStackEnvFile()
+	if err != nil {
+		return Env{}, err
+	}
+	return load(osEnv, filepath.Join(filepath.Dir(path), "dataplane", "env.sh"))
 }
 
 func load(osEnv framework.OpenStackEnv, path string) (Env, error) {
@@ -114,7 +138,6 @@ type Node struct {
 	PortID string
 	IP     string
 	MAC    string
-	tap    string
 }
 
 // Plug creates namespace ns with interface eth0 on Neutron port portID (its MAC, its first
@@ -122,61 +145,210 @@ type Node struct {
 // reports the port ACTIVE, i.e. the agent wired it. The test's cleanup unplugs it.
 func (e Env) Plug(ctx context.Context, t testing.TB, ns, portID string) Node {
 	t.Helper()
+	t.Cleanup(func() { _ = IP("netns", "del", ns) })
+	if err := IP("netns", "add", ns); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.plug(ctx, ns, portID)
+	t.Cleanup(func() {
+		if err := e.unplug(context.Background(), portID); err != nil {
+			t.Errorf("unplug: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// plug gives the existing namespace ns its interface eth0 on Neutron port portID, binds the
+// port to the agents' host and waits until it is ACTIVE.
+func (e Env) plug(ctx context.Context, ns, portID string) (Node, error) {
 	port, err := ports.Get(ctx, e.Admin, portID).Extract()
 	if err != nil {
-		t.Fatalf("reading port %s: %v", portID, err)
+		return Node{}, fmt.Errorf("reading port %s: %w", portID, err)
 	}
 	if len(port.FixedIPs) == 0 {
-		t.Fatalf("port %s has no fixed IP", portID)
+		return Node{}, fmt.Errorf("port %s has no fixed IP", portID)
 	}
-	n := Node{NS: ns, PortID: portID, IP: port.FixedIPs[0].IPAddress, MAC: port.MACAddress, tap: "tap" + portID[:11]}
-	t.Cleanup(func() { e.unplug(t, n) })
+	n := Node{NS: ns, PortID: portID, IP: port.FixedIPs[0].IPAddress, MAC: port.MACAddress}
+	tap := tapOf(portID)
 	mtu := strconv.Itoa(e.NodeMTU)
 	for _, args := range [][]string{
-		{"netns", "add", ns},
-		{"link", "add", n.tap, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"link", "add", tap, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", ns},
 		{"-n", ns, "link", "set", "lo", "up"},
 		{"-n", ns, "link", "set", "eth0", "address", n.MAC, "mtu", mtu, "up"},
 		{"-n", ns, "addr", "add", n.IP + "/24", "dev", "eth0"},
 		{"-n", ns, "route", "add", "default", "via", e.NodeGateway},
-		{"link", "set", n.tap, "up"},
+		{"link", "set", tap, "up"},
 	} {
 		if err := IP(args...); err != nil {
-			t.Fatal(err)
+			return n, err
 		}
 	}
 	host := e.AgentHost
 	if _, err := ports.Update(ctx, e.Admin, portID, portsbinding.UpdateOptsExt{
 		UpdateOptsBuilder: ports.UpdateOpts{}, HostID: &host,
 	}).Extract(); err != nil {
-		t.Fatalf("binding port %s to %s: %v", portID, host, err)
+		return n, fmt.Errorf("binding port %s to %s: %w", portID, host, err)
 	}
 	// os-vif's part: the agent makes the bridge but never enslaves taps of compute ports
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return IP("link", "set", n.tap, "master", e.NodeBridge) == nil, nil
+		return IP("link", "set", tap, "master", e.NodeBridge) == nil, nil
 	}); err != nil {
-		t.Fatalf("bridge %s did not appear: %v", e.NodeBridge, err)
+		return n, fmt.Errorf("bridge %s did not appear: %w", e.NodeBridge, err)
 	}
+	// The agent may wire the tap twice (once when it appears, again once it is on the
+	// bridge; the port goes ACTIVE, BUILD, ACTIVE): wait until ACTIVE holds for two of its
+	// polling intervals.
+	var activeSince time.Time
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := ports.Get(ctx, e.Admin, portID).Extract()
-		return err == nil && p.Status == "ACTIVE", nil
+		switch {
+		case err != nil || p.Status != "ACTIVE":
+			activeSince = time.Time{}
+		case activeSince.IsZero():
+			activeSince = time.Now()
+		}
+		return !activeSince.IsZero() && time.Since(activeSince) >= settled, nil
 	}); err != nil {
-		t.Fatalf("port %s did not become ACTIVE: %v", portID, err)
+		return n, fmt.Errorf("port %s did not become ACTIVE: %w", portID, err)
 	}
-	return n
+	return n, nil
 }
 
-func (e Env) unplug(t testing.TB, n Node) {
-	if err := IP("netns", "del", n.NS); err != nil {
-		t.Errorf("unplug: %v", err)
-	}
-	_ = IP("link", "del", n.tap) // gone with the namespace's end already, normally
+// unplug removes the port's tap (and with it the namespace's end) and unbinds the port.
+func (e Env) unplug(ctx context.Context, portID string) error {
+	_ = IP("link", "del", tapOf(portID)) // gone with the namespace already, if that went first
 	empty := ""
-	if _, err := ports.Update(context.Background(), e.Admin, n.PortID, portsbinding.UpdateOptsExt{
+	if _, err := ports.Update(ctx, e.Admin, portID, portsbinding.UpdateOptsExt{
 		UpdateOptsBuilder: ports.UpdateOpts{}, HostID: &empty,
 	}).Extract(); err != nil {
-		t.Errorf("unbinding port %s: %v", n.PortID, err)
+		return fmt.Errorf("unbinding port %s: %w", portID, err)
 	}
+	// Neutron reports DOWN a moment later; a plug before that would take the old ACTIVE
+	// for the new binding's.
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := ports.Get(ctx, e.Admin, portID).Extract()
+		return err == nil && p.Status == "DOWN", nil
+	}); err != nil {
+		return fmt.Errorf("port %s not DOWN after unbinding: %w", portID, err)
+	}
+	return nil
+}
+
+// settled is how long a port must stay ACTIVE to count as wired: two polling intervals of
+// the linuxbridge agent (hack/dataplane.sh sets 1 s).
+const settled = 2 * time.Second
+
+// tapOf is the host end's name, as Nova names a VM's tap.
+func tapOf(portID string) string { return "tap" + portID[:11] }
+
+// NIC is a test/netns NIC provider: node i of a harness is plugged into Neutron port
+// portIDs[i] (Options.Subnet must be the port's /24 subnet).
+func (e Env) NIC(portIDs []string) netns.NIC { return nic{env: e, ports: portIDs} }
+
+type nic struct {
+	env   Env
+	ports []string
+}
+
+func (p nic) Plug(ctx context.Context, i int, ns string) (netns.PluggedNIC, error) {
+	if i >= len(p.ports) {
+		return netns.PluggedNIC{}, fmt.Errorf("node %d: only %d Neutron ports", i+1, len(p.ports))
+	}
+	n, err := p.env.plug(ctx, ns, p.ports[i])
+	if err != nil {
+		return netns.PluggedNIC{}, err
+	}
+	addr, err := netip.ParseAddr(n.IP)
+	if err != nil {
+		return netns.PluggedNIC{}, fmt.Errorf("port %s: %w", n.PortID, err)
+	}
+	mac, err := net.ParseMAC(n.MAC)
+	if err != nil {
+		return netns.PluggedNIC{}, fmt.Errorf("port %s: %w", n.PortID, err)
+	}
+	return netns.PluggedNIC{Addr: addr, MAC: mac}, nil
+}
+
+func (p nic) Unplug(ctx context.Context, i int, _ string) error {
+	if i >= len(p.ports) {
+		return nil
+	}
+	return p.env.unplug(ctx, p.ports[i])
+}
+
+// FrontDoor is a hand-made front door, what the controller makes: a VIP port, a floating
+// IP on it, and the VIP in the node ports' allowed address pairs.
+type FrontDoor struct {
+	VIP, FloatingIP string
+	portID, fipID   string
+	nodePorts       []string
+}
+
+// OpenFrontDoor makes a front door for vip (an address of the node subnet) on the node
+// ports (none: no pairs yet). On error, what was made is removed again.
+func (e Env) OpenFrontDoor(ctx context.Context, vip string, nodePorts []string) (fd *FrontDoor, err error) {
+	fd = &FrontDoor{VIP: vip, nodePorts: nodePorts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, fd.Close(context.WithoutCancel(ctx), e))
+			fd = nil
+		}
+	}()
+	port, err := ports.Create(ctx, e.Admin, ports.CreateOpts{
+		Name: "dataplane-front-door", NetworkID: e.OpenStack.NetworkID, ProjectID: e.OpenStack.ProjectID,
+		FixedIPs: []ports.IP{{SubnetID: e.OpenStack.SubnetID, IPAddress: vip}},
+	}).Extract()
+	if err != nil {
+		return fd, fmt.Errorf("creating the VIP port: %w", err)
+	}
+	fd.portID = port.ID
+	fip, err := floatingips.Create(ctx, e.Admin, floatingips.CreateOpts{
+		FloatingNetworkID: e.OpenStack.ExternalNetworkID, PortID: port.ID, ProjectID: e.OpenStack.ProjectID,
+	}).Extract()
+	if err != nil {
+		return fd, fmt.Errorf("creating the floating IP: %w", err)
+	}
+	fd.fipID, fd.FloatingIP = fip.ID, fip.FloatingIP
+	for _, id := range nodePorts {
+		if err := e.SetPairs(ctx, id, vip); err != nil {
+			return fd, err
+		}
+	}
+	return fd, nil
+}
+
+// Close removes the front door: the pairs, the floating IP and the VIP port.
+func (fd *FrontDoor) Close(ctx context.Context, e Env) error {
+	var errs []error
+	for _, id := range fd.nodePorts {
+		errs = append(errs, e.SetPairs(ctx, id))
+	}
+	if fd.fipID != "" {
+		if err := floatingips.Delete(ctx, e.Admin, fd.fipID).ExtractErr(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the floating IP: %w", err))
+		}
+	}
+	if fd.portID != "" {
+		if err := ports.Delete(ctx, e.Admin, fd.portID).ExtractErr(); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the VIP port: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetPairs replaces the allowed address pairs of a port with addrs.
+func (e Env) SetPairs(ctx context.Context, portID string, addrs ...string) error {
+	pairs := []ports.AddressPair{}
+	for _, a := range addrs {
+		pairs = append(pairs, ports.AddressPair{IPAddress: a})
+	}
+	if _, err := ports.Update(ctx, e.Admin, portID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
+		return fmt.Errorf("setting the pairs of port %s: %w", portID, err)
+	}
+	return nil
 }
 
 // Exec runs a command in namespace ns and returns its combined output.

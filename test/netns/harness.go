@@ -44,6 +44,9 @@ type Options struct {
 	Dir string
 	// Log receives progress messages; default discards.
 	Log logr.Logger
+	// NIC, if set, gives the nodes their LAN interface (see NIC) instead of a veth on the
+	// harness's bridge; Subnet must then be the network the provider plugs into.
+	NIC NIC
 }
 
 // Harness is one LAN of namespaces. Its methods are safe for concurrent use.
@@ -61,6 +64,7 @@ type Harness struct {
 	mu        sync.Mutex
 	processes []*Process
 	created   []string // namespace names, for Close
+	plugged   int      // nodes given to Options.NIC, for Close
 	closed    atomic.Bool
 }
 
@@ -299,6 +303,9 @@ func (h *Harness) close(keepDir bool) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if h.opts.NIC != nil {
+		errs = append(errs, h.unplugNodes(ctx))
+	}
 	for _, name := range created {
 		if err := removeNamespace(ctx, name); err != nil {
 			errs = append(errs, err)

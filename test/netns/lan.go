@@ -7,6 +7,7 @@ package netns
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -17,6 +18,7 @@ type endpoint struct {
 	name   string // short name: node1, client
 	nsName string
 	addr   netip.Addr
+	mac    net.HardwareAddr // set by a NIC provider; default macFor(addr)
 }
 
 func (h *Harness) buildLAN(ctx context.Context) error {
@@ -50,7 +52,7 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 	br.WriteString("link set lo up\n")
 	br.WriteString("link add br0 type bridge forward_delay 0 stp_state 0\n")
 	br.WriteString("link set br0 up\n")
-	for _, ep := range eps {
+	for _, ep := range h.bridged(eps) {
 		port := "p-" + ep.name
 		fmt.Fprintf(&br, "link add %s type veth peer name eth0 address %s netns %s\n", port, macFor(ep.addr), ep.nsName)
 		fmt.Fprintf(&br, "link set %s master br0\n", port)
@@ -59,9 +61,15 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 	if err := ipBatch(ctx, brNS, br.String()); err != nil {
 		return err
 	}
-	for _, ep := range eps {
+	for _, ep := range h.bridged(eps) {
 		cmds := fmt.Sprintf("link set lo up\naddr add %s/%d dev eth0\nlink set eth0 up\n", ep.addr, bits)
 		if err := ipBatch(ctx, ep.nsName, cmds); err != nil {
+			return err
+		}
+	}
+
+	if h.opts.NIC != nil {
+		if err := h.plugNodes(ctx, eps); err != nil {
 			return err
 		}
 	}
@@ -75,13 +83,25 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if ep.mac == nil {
+			ep.mac = macFor(ep.addr)
+		}
 		if ep.name == "client" {
-			h.client = &Client{h: h, ns: ns, addr: ep.addr, mac: macFor(ep.addr)}
+			h.client = &Client{h: h, ns: ns, addr: ep.addr, mac: ep.mac}
 			continue
 		}
-		h.nodes = append(h.nodes, &Node{h: h, name: ep.name, ns: ns, addr: ep.addr, mac: macFor(ep.addr)})
+		h.nodes = append(h.nodes, &Node{h: h, name: ep.name, ns: ns, addr: ep.addr, mac: ep.mac})
 	}
 	return nil
+}
+
+// bridged are the endpoints on the harness's bridge: all, or only the client when a NIC
+// provider plugs the nodes.
+func (h *Harness) bridged(eps []endpoint) []endpoint {
+	if h.opts.NIC == nil {
+		return eps
+	}
+	return eps[len(eps)-1:]
 }
 
 // ipBatch runs `ip [-n ns] -batch -` with cmds on stdin.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,12 @@ type Node struct {
 	cpMu          sync.Mutex
 	etcd          *Process
 	apiserver     *Process
+
+	// routes are the configured routes of the LAN interface that LinkDown saw; the kernel
+	// drops them with the link, LinkUp puts them back (as a VM's network configuration
+	// would after a cable is plugged in again).
+	routesMu sync.Mutex
+	routes   []netlink.Route
 }
 
 // Name is "node1".."nodeN"; it is also the node name tests give the agents.
@@ -95,6 +102,13 @@ func (n *Node) LinkDown(context.Context) error {
 	if err != nil {
 		return err
 	}
+	routes, err := n.ns.nl.RouteList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("%s: routes: %w", n.name, err)
+	}
+	n.routesMu.Lock()
+	n.routes = slices.DeleteFunc(routes, func(r netlink.Route) bool { return r.Protocol == unix.RTPROT_KERNEL })
+	n.routesMu.Unlock()
 	if err := n.ns.nl.LinkSetDown(l); err != nil {
 		return fmt.Errorf("%s: link down: %w", n.name, err)
 	}
@@ -110,6 +124,14 @@ func (n *Node) LinkUp(context.Context) error {
 	if err := n.ns.nl.LinkSetUp(l); err != nil {
 		return fmt.Errorf("%s: link up: %w", n.name, err)
 	}
+	n.routesMu.Lock()
+	defer n.routesMu.Unlock()
+	for _, r := range n.routes {
+		if err := n.ns.nl.RouteReplace(&r); err != nil {
+			return fmt.Errorf("%s: restoring route %s: %w", n.name, r, err)
+		}
+	}
+	n.routes = nil
 	return nil
 }
 

@@ -54,6 +54,9 @@ type Options struct {
 	Prefix string
 	// Log receives progress messages; default discards.
 	Log logr.Logger
+	// NIC, if set, gives the nodes their LAN interface (netns.Options.NIC), e.g. Neutron
+	// ports (test/dataplane).
+	NIC netns.NIC
 }
 
 // Cluster is the running cluster.
@@ -194,7 +197,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	phase("images", start)
 
 	start = time.Now()
-	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log}); err != nil {
+	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log, NIC: opts.NIC}); err != nil {
 		return nil, err
 	}
 	phase("LAN, etcd and kube-apiserver", start)

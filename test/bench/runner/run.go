@@ -8,7 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +26,11 @@ type Options struct {
 	StableFor time.Duration
 	// Log receives progress.
 	Log logr.Logger
+	// Client probes and dials Target; default the harness's client namespace.
+	Client *netns.Client
+	// Target is the client's way to the VIP; default VIP:6443. Through a Neutron router
+	// it is the floating IP (see -dataplane).
+	Target netip.AddrPort
 }
 
 func (o Options) withDefaults() Options {
@@ -89,14 +94,21 @@ type Runner struct {
 
 // New returns a runner on h.
 func New(h *netns.Harness, opts Options) *Runner {
-	return &Runner{h: h, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	if opts.Client == nil {
+		opts.Client = h.Client()
+	}
+	if !opts.Target.IsValid() {
+		opts.Target = netip.AddrPortFrom(h.VIP(), 6443)
+	}
+	return &Runner{h: h, opts: opts}
 }
 
-// dialVIP opens and closes one TCP connection from the client to VIP:6443.
+// dialVIP opens and closes one TCP connection from the client to the target (VIP:6443).
 func (r *Runner) dialVIP(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	conn, err := r.h.Client().DialContext(ctx, "tcp", net.JoinHostPort(r.h.VIP().String(), "6443"))
+	conn, err := r.opts.Client.DialContext(ctx, "tcp", r.opts.Target.String())
 	if err != nil {
 		return err
 	}
@@ -161,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		sampler.Stop()
 		return res, err
 	}
-	prober, err := r.h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: timeout + 3*time.Minute})
+	prober, err := r.opts.Client.StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Target: r.opts.Target, Duration: timeout + 3*time.Minute})
 	if err != nil {
 		sampler.Stop()
 		_, _ = capture.Stop()

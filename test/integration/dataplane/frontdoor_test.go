@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
@@ -35,44 +33,25 @@ func TestFrontDoorFollowsPairsAndGARP(t *testing.T) {
 		t.Fatalf("need two node ports, have %d", len(osEnv.NodePortIDs))
 	}
 
-	vipPort, err := ports.Create(ctx, env.Admin, ports.CreateOpts{
-		Name: "dataplane-test-vip", NetworkID: osEnv.NetworkID, ProjectID: osEnv.ProjectID,
-		FixedIPs: []ports.IP{{SubnetID: osEnv.SubnetID, IPAddress: vip}},
-	}).Extract()
+	fd, err := env.OpenFrontDoor(ctx, vip, nil)
 	if err != nil {
-		t.Fatalf("creating the VIP port: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := ports.Delete(context.Background(), env.Admin, vipPort.ID).ExtractErr(); err != nil {
-			t.Errorf("deleting the VIP port: %v", err)
-		}
-	})
-	fip, err := floatingips.Create(ctx, env.Admin, floatingips.CreateOpts{
-		FloatingNetworkID: osEnv.ExternalNetworkID, PortID: vipPort.ID, ProjectID: osEnv.ProjectID,
-	}).Extract()
-	if err != nil {
-		t.Fatalf("creating the floating IP: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := floatingips.Delete(context.Background(), env.Admin, fip.ID).ExtractErr(); err != nil {
-			t.Errorf("deleting the floating IP: %v", err)
+		if err := fd.Close(context.Background(), env); err != nil {
+			t.Error(err)
 		}
 	})
 	setPairs := func(portID string, addrs ...string) {
 		t.Helper()
-		pairs := []ports.AddressPair{}
-		for _, a := range addrs {
-			pairs = append(pairs, ports.AddressPair{IPAddress: a})
-		}
-		if _, err := ports.Update(ctx, env.Admin, portID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
-			t.Fatalf("setting the pairs of port %s: %v", portID, err)
+		if err := env.SetPairs(ctx, portID, addrs...); err != nil {
+			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
 		for _, id := range osEnv.NodePortIDs[:2] {
-			empty := []ports.AddressPair{}
-			if _, err := ports.Update(context.Background(), env.Admin, id, ports.UpdateOpts{AllowedAddressPairs: &empty}).Extract(); err != nil {
-				t.Errorf("clearing the pairs of port %s: %v", id, err)
+			if err := env.SetPairs(context.Background(), id); err != nil {
+				t.Error(err)
 			}
 		}
 	})
@@ -92,10 +71,10 @@ func TestFrontDoorFollowsPairsAndGARP(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-			return dataplane.Ping(ctx, env.ClientNS, fip.FloatingIP, time.Second) == want, nil
+			return dataplane.Ping(ctx, env.ClientNS, fd.FloatingIP, time.Second) == want, nil
 		})
 		if err != nil {
-			t.Fatalf("floating IP %s reachable from the client: want %v within %v, it was not", fip.FloatingIP, want, within)
+			t.Fatalf("floating IP %s reachable from the client: want %v within %v, it was not", fd.FloatingIP, want, within)
 		}
 		return time.Since(start)
 	}
@@ -106,7 +85,7 @@ func TestFrontDoorFollowsPairsAndGARP(t *testing.T) {
 	holdVIP(a)
 	// anti-spoofing: node a holds the VIP, but it is not in a's allowed address pairs
 	for i := 0; i < 3; i++ {
-		if dataplane.Ping(ctx, env.ClientNS, fip.FloatingIP, time.Second) {
+		if dataplane.Ping(ctx, env.ClientNS, fd.FloatingIP, time.Second) {
 			t.Fatal("the floating IP answered although the VIP is in no allowed address pair")
 		}
 	}

@@ -414,7 +414,7 @@ func assertPairs(t *testing.T, ctx context.Context, e *sharedEnv, vip string, wa
 	for _, p := range list {
 		n := 0
 		for _, pair := range p.AllowedAddressPairs {
-			if pair.IPAddress == vip || pair.IPAddress == openstack.HostPair(vip) {
+			if pair.IPAddress == vip || pair.IPAddress == vip+"/32" { // the bare address, or the older form
 				n++
 			}
 		}

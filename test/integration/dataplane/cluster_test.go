@@ -1,0 +1,450 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package dataplane_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
+)
+
+// The front-door scenarios run the real controller (in the test process, against the
+// cluster's kube-apiserver and the local Neutron) and our agent, as the pods of the
+// controller's DaemonSet, on a test/nodes cluster whose nodes' NICs are the Neutron node
+// ports, plugged as Nova would plug them (port security on, the node security group). The
+// client is hack/dataplane.sh's external namespace: its only way in is the floating IP,
+// which the L3 agent's qrouter namespace NATs to the VIP. One cluster serves the package;
+// each scenario leaves it with 3/3 agents Ready, and TestZDeleteExposure runs last.
+
+const exposureName = "kube-vip"
+
+// Bounds on the client's longest outage through the floating IP, from the default timings
+// (docs/agent.md), as test/e2e states them for the L2-only path; the router adds no term:
+// its neighbour entry follows the new holder's gratuitous ARP.
+var (
+	defaults = timing.Defaults()
+	// SIGTERM: the leader removes the VIP and releases the Lease; a follower takes it at
+	// once, or at lease expiry if the release is lost.
+	gracefulBound = defaults.LeaseDuration
+	// SIGKILL: the VIP ends with its kernel lifetime (within the term), a follower takes
+	// over at lease expiry after the last renewal.
+	crashBound = defaults.LeaseDuration + time.Second
+	// Link down: to the followers the cut leader is a crashed one (its renewals stop
+	// reaching the others' kube-apiservers), and its VIP ends with the kernel lifetime.
+	linkDownBound = crashBound
+	// Local kube-apiserver dead: the health gate closes after the failure threshold of
+	// probes, then the release (through a peer) or the expiry.
+	apiserverBound = defaults.LeaseDuration + time.Duration(agent.DefaultConfig().HealthFailureThreshold)*agent.DefaultConfig().HealthPeriod + agent.DefaultConfig().HealthTimeout + time.Second
+)
+
+var suite framework.Suite[*frontDoor]
+
+// closeErr is what closing the cluster failed on or left behind; it fails the package.
+var closeErr error
+
+func TestMain(m *testing.M) {
+	code := suite.Run(m)
+	if closeErr != nil {
+		fmt.Fprintln(os.Stderr, "dataplane:", closeErr)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// frontDoor is the package's cluster behind the Neutron router.
+type frontDoor struct {
+	dp      dataplane.Env
+	cluster *nodes.Cluster
+	cl      client.Client
+	neutron *openstack.Network
+	// client is the external client namespace; caPool verifies the kube-apiservers.
+	client   *netns.Client
+	caPool   *x509.CertPool
+	identity string
+	ctrlLog  string
+}
+
+// scenario returns the cluster, bringing it up on first use, and a context for one test.
+func scenario(t *testing.T) (*frontDoor, context.Context) {
+	t.Helper()
+	dp := dataplane.Load(t)
+	f := suite.Get(t, func(s *framework.Suite[*frontDoor]) (*frontDoor, error) { return setUp(s, dp) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return f, ctx
+}
+
+func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log})
+	if c != nil {
+		s.Defer(func() {
+			if err := c.Close(); err != nil {
+				closeErr = fmt.Errorf("closing the cluster: %w", err)
+			}
+			if left := c.Leftovers(); len(left) > 0 {
+				closeErr = errors.Join(closeErr, fmt.Errorf("the cluster left behind: %q", left))
+			}
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the cluster on Neutron ports: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "dataplane: cluster on Neutron ports up in %s\n", time.Since(start).Round(time.Millisecond))
+	f := &frontDoor{dp: dp, cluster: c, neutron: openstack.NewNetwork(dp.Admin), identity: framework.UniqueTechnicalID("kvdp-"),
+		ctrlLog: filepath.Join(c.Net().Dir(), "controller.log")}
+	var done func()
+	if f.client, done, err = c.Net().ClientIn(dp.ClientNS); err != nil {
+		return nil, err
+	}
+	s.Defer(done)
+	ca, err := os.ReadFile(c.Net().CAFile())
+	if err != nil {
+		return nil, err
+	}
+	f.caPool = x509.NewCertPool()
+	f.caPool.AppendCertsFromPEM(ca)
+
+	cfg := c.Net().Nodes()[0].RESTConfig()
+	paths, err := framework.GardenerCRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		return nil, fmt.Errorf("installing the Gardener CRDs: %w", err)
+	}
+	scheme, err := framework.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if f.cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if err := framework.Bootstrap(ctx, f.cl, dp.OpenStack.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+		return nil, fmt.Errorf("creating the Gardener objects: %w", err)
+	}
+	if err := framework.SetTechnicalID(ctx, f.cl, f.identity); err != nil {
+		return nil, err
+	}
+	stop, err := f.startController(cfg, scheme)
+	if err != nil {
+		return nil, err
+	}
+	s.Defer(stop)
+	// Whatever the tests did: the exposure goes, and with it the controller's Neutron objects.
+	s.Defer(f.removeExposure)
+	return f, nil
+}
+
+// startController runs the exposure controller as the extension's chart would: the agent
+// image of the cluster, the front door probed from the first node (the bootstrap
+// controller of a self-hosted shoot runs in the host network of a control-plane node).
+func (f *frontDoor) startController(cfg *rest.Config, scheme *runtime.Scheme) (stop func(), err error) {
+	logFile, err := os.Create(f.ctrlLog)
+	if err != nil {
+		return nil, err
+	}
+	logger := zap.New(zap.UseDevMode(true), zap.WriteTo(logFile))
+	ctrllog.SetLogger(logger)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logger,
+		Controller:             config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
+		ClientFactory:        openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(prometheus.NewRegistry())}),
+		AgentImage:           f.cluster.ImageRef("kube-vip-agent"),
+		Dial:                 f.cluster.Net().Nodes()[0].DialContext,
+		AgentRefreshInterval: time.Second,
+		MinBackoff:           time.Second,
+		MaxBackoff:           10 * time.Second,
+	})
+	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{Actuator: actuator, Controller: controller.Options{MaxConcurrentReconciles: 1}}); err != nil {
+		return nil, fmt.Errorf("adding the controller: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "dataplane: the controller's manager:", err)
+		}
+		_ = logFile.Close()
+	}, nil
+}
+
+// newExposure is the exposure as gardenadm creates it, with the harness's VIP (in the
+// kube-apiservers' certificates) as vipAddress.
+func (f *frontDoor) newExposure() *extensionsv1alpha1.SelfHostedShootExposure {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{
+		ObjectMeta: metav1.ObjectMeta{Name: exposureName, Namespace: framework.Namespace},
+		Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{
+			DefaultSpec: extensionsv1alpha1.DefaultSpec{
+				Type: framework.DefaultExposureType,
+				ProviderConfig: &runtime.RawExtension{Raw: fmt.Appendf(nil,
+					`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":%q,"agent":{"interface":%q}}`,
+					f.cluster.Net().VIP(), netns.Interface)},
+			},
+			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: framework.Namespace, Name: framework.CloudProviderSecretName},
+			Port:           6443,
+		},
+	}
+	for _, n := range f.cluster.Net().Nodes() {
+		exp.Spec.Endpoints = append(exp.Spec.Endpoints, extensionsv1alpha1.ControlPlaneEndpoint{
+			NodeName: n.Name(), Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP().String()}},
+		})
+	}
+	return exp
+}
+
+// exposed creates the exposure if it is not there and waits until it has Succeeded.
+func (f *frontDoor) exposed(t *testing.T, ctx context.Context) (*extensionsv1alpha1.SelfHostedShootExposure, status) {
+	t.Helper()
+	exp := f.newExposure()
+	if err := f.cl.Create(ctx, exp); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the exposure: %v", err)
+	}
+	last := f.waitSucceeded(t, ctx, exp)
+	st, err := exposure.DecodeStatus(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last, status{vip: st.VIPAddress, fip: st.FloatingIPAddress, fipID: st.FloatingIPID, portID: st.PortID}
+}
+
+// status is what the tests read from providerStatus.
+type status struct{ vip, fip, fipID, portID string }
+
+func (f *frontDoor) waitSucceeded(t *testing.T, ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
+	var last extensionsv1alpha1.SelfHostedShootExposure
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := f.cl.Get(ctx, client.ObjectKeyFromObject(exp), &last); err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		if le := last.Status.LastError; le != nil && slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
+			return false, fmt.Errorf("configuration problem: %s", le.Description)
+		}
+		lo := last.Status.LastOperation
+		_, annotated := last.Annotations[v1beta1constants.GardenerOperation]
+		return lo != nil && lo.State == gardencorev1beta1.LastOperationStateSucceeded && !annotated &&
+			last.Status.ObservedGeneration == last.Generation && len(last.Status.Ingress) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the exposure did not succeed: %v; last operation %+v, last error %+v; controller log in %s", err, last.Status.LastOperation, last.Status.LastError, f.ctrlLog)
+	}
+	return &last
+}
+
+// deployed makes sure the exposure has Succeeded, the agents are 3/3 Ready and exactly one
+// node holds the VIP, which it returns, and that the client reaches the floating IP.
+func (f *frontDoor) deployed(t *testing.T, ctx context.Context) (*netns.Node, status) {
+	t.Helper()
+	_, st := f.exposed(t, ctx)
+	f.waitReady(t, ctx)
+	holder, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.waitReachable(ctx, st.fip, true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return holder, st
+}
+
+// waitReady waits until the agents' DaemonSet is rolled out with every pod Ready.
+func (f *frontDoor) waitReady(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if err := f.cluster.WaitDaemonSetReady(ctx, framework.Namespace, agentrollout.Name, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReachable polls TCP connects from the external client to fip:6443 until they
+// succeed (want) or fail.
+func (f *frontDoor) waitReachable(ctx context.Context, fip string, want bool, within time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		return f.reaches(ctx, fip+":6443") == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("floating IP %s:6443 reachable from the external client: want %v within %s, it was not", fip, want, within)
+	}
+	return nil
+}
+
+func (f *frontDoor) reaches(ctx context.Context, addr string) bool {
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	c, err := f.client.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// probe connects from the external client to the floating IP's port 6443 every 10 ms for d.
+func (f *frontDoor) probe(t *testing.T, ctx context.Context, fip string, d time.Duration) *netns.Prober {
+	t.Helper()
+	p, err := f.client.StartProber(ctx, netns.ProbeOptions{Target: netipAddrPort(t, fip, 6443), Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkRouterFollows fails the test unless the qrouter namespace's neighbour entry for the
+// VIP names the holder's MAC.
+func (f *frontDoor) checkRouterFollows(t *testing.T, ctx context.Context, vip string, holder *netns.Node) {
+	t.Helper()
+	var out string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		out, err = dataplane.Exec(ctx, f.dp.RouterNS, "ip", "neigh", "show", vip)
+		return err == nil && strings.Contains(out, holder.MAC().String()), nil
+	})
+	if err != nil {
+		t.Errorf("the router's neighbour entry for the VIP %s is %q, want the holder %s's MAC %s", vip, strings.TrimSpace(out), holder, holder.MAC())
+		return
+	}
+	t.Logf("the router's neighbour entry: %s", strings.TrimSpace(out))
+}
+
+// leaderPod is the agent pod on the node.
+func (f *frontDoor) leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
+	t.Helper()
+	pods, err := f.cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name,
+		FieldSelector: "spec.nodeName=" + node,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d agent pods on %s, want 1", len(pods.Items), node)
+	}
+	return &pods.Items[0]
+}
+
+// portOf is the Neutron port of the node (node i was plugged into node port i).
+func (f *frontDoor) portOf(t *testing.T, ctx context.Context, n *netns.Node) *ports.Port {
+	t.Helper()
+	for i, hn := range f.cluster.Net().Nodes() {
+		if hn == n {
+			p, err := f.neutron.GetPort(ctx, f.dp.OpenStack.NodePortIDs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+	}
+	t.Fatalf("%s is no node of the cluster", n)
+	return nil
+}
+
+// removeExposure deletes the exposure if it is there and waits until it is gone; if that
+// fails, it removes the controller's Neutron objects itself.
+func (f *frontDoor) removeExposure() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp := f.newExposure()
+	if err := f.cl.Delete(ctx, exp); err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintln(os.Stderr, "dataplane: deleting the exposure:", err)
+	}
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(f.cl.Get(ctx, client.ObjectKeyFromObject(exp), exp)), nil
+	})
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "dataplane: the exposure was not deleted; removing its Neutron objects")
+	list, _ := f.neutron.ListPorts(context.Background(), openstack.PortFilter{Tags: []string{openstack.ClusterTag(f.identity)}})
+	for _, p := range list {
+		fips, _ := f.neutron.FloatingIPsOfPort(context.Background(), p.ID)
+		for _, fip := range fips {
+			_ = f.neutron.DeleteFloatingIP(context.Background(), fip.ID)
+		}
+		_ = f.neutron.DeletePort(context.Background(), p.ID)
+	}
+}
+
+// httpsReadyz GETs https://<addr>/readyz from the external client, verifying the
+// kube-apiserver's certificate for the VIP.
+func (f *frontDoor) httpsReadyz(ctx context.Context, addr, vip string) error {
+	hc := f.client.HTTPClient(5*time.Second, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, ServerName: vip, MinVersion: tls.VersionTLS12}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("status " + resp.Status)
+	}
+	return nil
+}
+
+func netipAddrPort(t *testing.T, addr string, port uint16) netip.AddrPort {
+	t.Helper()
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	return netip.AddrPortFrom(a, port)
+}

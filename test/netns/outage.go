@@ -1,0 +1,25 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package netns
+
+import (
+	"testing"
+	"time"
+)
+
+// CheckOutage fails the test if an outage the prober saw did not end, or if the longest
+// one exceeded bound; it logs the longest outage.
+func CheckOutage(t testing.TB, scenario string, res ProbeResult, bound time.Duration) {
+	t.Helper()
+	for _, o := range res.Outages {
+		if o.Open() {
+			t.Errorf("%s: the target was still unreachable when probing ended (%d probes since %s: %s)", scenario, o.Failed, o.Start.Format(time.StampMilli), o.FirstError)
+		}
+	}
+	t.Logf("%s: longest outage %s (bound %s), %d outages, %d of %d probes failed", scenario, res.Longest().Round(time.Millisecond), bound, len(res.Outages), res.Failures, res.Probes)
+	if res.Longest() > bound {
+		t.Errorf("%s: longest outage %s exceeds the bound %s", scenario, res.Longest().Round(time.Millisecond), bound)
+	}
+}

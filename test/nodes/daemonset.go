@@ -1,0 +1,33 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// WaitDaemonSetReady waits until the DaemonSet is rolled out with a Ready pod on every
+// node of the cluster.
+func (c *Cluster) WaitDaemonSetReady(ctx context.Context, namespace, name string, timeout time.Duration) error {
+	want := int32(len(c.nodes))
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ds, err := c.client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not there yet
+		}
+		s := ds.Status
+		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
+			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("DaemonSet %s/%s not %d/%d Ready: %w", namespace, name, want, want, err)
+	}
+	return nil
+}
