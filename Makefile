@@ -26,9 +26,10 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 # and the failover tests measure sub-second timings on the same two cores. One package
 # at a time keeps both the Neutron latency and the timings honest.
 INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v -e /test/integration/dataplane -e /test/integration/ovn)
-# The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents): its own
-# step, because hack/dataplane.sh restarts Neutron with the agents and removes them again.
-DATAPLANE_PKGS = ./test/integration/dataplane/...
+# The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents), and the
+# demo, which then walks it as make demo does: its own step, because hack/dataplane.sh
+# restarts Neutron with the agents and removes them again.
+DATAPLANE_PKGS = ./test/integration/dataplane/... ./test/demo/
 # The front door through ML2/OVN (hack/ovn.sh: OVS's userspace datapath, OVN, Neutron with the
 # OVN driver), on a Keystone + Neutron of its own.
 OVN_PKGS = ./test/integration/ovn/...

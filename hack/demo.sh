@@ -16,7 +16,10 @@
 #   hack/demo.sh status             what runs
 #   hack/demo.sh neutron PATH [JQ]  GET a Neutron API path as the demo project, e.g. '/v2.0/ports'
 #
-# DEMO_KEEP_ENV=1 makes `down` leave Keystone + Neutron running (e.g. when other work uses them).
+# The demo walks the front door: `up` brings the Neutron dataplane up (hack/dataplane.sh: the
+# linuxbridge and L3 agents, a router, an external client namespace) and plugs the nodes into
+# their Neutron ports; DEMO_FRONT_DOOR=0 skips that (the VIP on a plain LAN, no router).
+# DEMO_KEEP_ENV=1 makes `down` leave Keystone + Neutron (and the dataplane) running.
 # Needs root. State, logs and env.sh (source it to try the front door): .local/demo/.
 set -euo pipefail
 
@@ -29,6 +32,9 @@ LOG=$DEMO/demo.log
 OS_ENV=${KUBE_VIP_OPENSTACK_ENV:-$LOCAL/openstack/env.sh}
 # Present when `up` brought Keystone + Neutron up: `down` stops them only then.
 OPENSTACK_MARKER=$DEMO/openstack-started
+# Present when `up` brought the dataplane up: `down` stops it (and Keystone + Neutron) only then.
+DATAPLANE_MARKER=$DEMO/dataplane-started
+FRONT_DOOR=${DEMO_FRONT_DOOR:-1}
 PREFIX=kvd-
 READY_TIMEOUT=${DEMO_READY_TIMEOUT:-900}
 STOP_TIMEOUT=240
@@ -129,11 +135,17 @@ up() {
   mkdir -p "$DEMO"
   if ! "$ROOT/hack/openstack.sh" status >/dev/null 2>&1; then touch "$OPENSTACK_MARKER"; fi
   "$ROOT/hack/openstack.sh" up
+  local flags=()
+  if [ "$FRONT_DOOR" = 1 ]; then
+    if ! "$ROOT/hack/dataplane.sh" status >/dev/null 2>&1; then touch "$DATAPLANE_MARKER"; fi
+    "$ROOT/hack/dataplane.sh" up
+    flags+=(--front-door)
+  fi
   log "building the demo program (it builds the images itself)"
   (cd "$ROOT" && go build -o "$BIN/demo" ./test/demo)
 
   : >"$LOG" # a fresh log: follow_until must not find the READY of an earlier run
-  setsid "$BIN/demo" --state-dir "$DEMO" --openstack-env "$OS_ENV" --prefix "$PREFIX" >"$LOG" 2>&1 </dev/null &
+  setsid "$BIN/demo" --state-dir "$DEMO" --openstack-env "$OS_ENV" --prefix "$PREFIX" "${flags[@]}" >"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   log "demo program started (pid $pid, log $LOG)"
@@ -180,6 +192,10 @@ down() {
   # kube-apiserver of hack/local-env.sh, which the demo does not use).
   if [ "${DEMO_KEEP_ENV:-}" = 1 ]; then
     log "DEMO_KEEP_ENV=1: leaving Keystone + Neutron running"
+  elif [ -e "$DATAPLANE_MARKER" ]; then
+    # the dataplane's down stops Keystone + Neutron too
+    "$ROOT/hack/dataplane.sh" down
+    rm -f "$DATAPLANE_MARKER" "$OPENSTACK_MARKER"
   elif [ -e "$OPENSTACK_MARKER" ]; then
     "$ROOT/hack/openstack.sh" down
     rm -f "$OPENSTACK_MARKER"

@@ -23,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
 
@@ -43,6 +45,11 @@ type demo struct {
 
 	cluster *nodes.Cluster
 	ext     *extension.Extension
+	// dp is hack/dataplane.sh's dataplane with --front-door; outside is the client in its
+	// external namespace, whose only way in is the floating IP.
+	dp           *dataplane.Env
+	outside      *netns.Client
+	closeOutside func()
 	// created says that the exposure was created, so that down deletes it.
 	created bool
 	status  *v1alpha1.ExposureStatus
@@ -100,12 +107,12 @@ func (d *demo) up(ctx context.Context) error {
 		return err
 	}
 
-	d.out.Step(5, "The API through the VIP, from the client namespace")
+	d.out.Step(5, "The API through the VIP, from the client namespace, and through the front door")
 	if err := d.proveAPI(ctx); err != nil {
 		return err
 	}
 
-	d.out.Step(6, "Live failover: the leader's agent pod is deleted while a prober polls https://VIP:6443/readyz")
+	d.out.Step(6, "Live failover: the leader's agent pod is deleted while a prober polls /readyz through the front door (the VIP without --front-door)")
 	if err := d.failover(ctx); err != nil {
 		return err
 	}
@@ -147,10 +154,20 @@ func (d *demo) startCluster(ctx context.Context) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
+	opts := nodes.Options{Dir: dir, Prefix: d.opts.prefix, ImageVersion: "demo", Log: d.log.WithName("nodes")}
+	if d.opts.frontDoor {
+		dp, err := dataplane.LoadEnv(ctx)
+		if err != nil {
+			return err
+		}
+		d.dp = &dp
+		opts.NIC = dp.NIC(d.osEnv.NodePortIDs)
+		d.out.Printf("each node's NIC is its Neutron machine port, plugged as Nova plugs a VM (port security on, bridge %s of the linuxbridge agent)", dp.NodeBridge)
+	}
 	d.out.Printf("building the images (controller, agent, sandbox) with go-containerregistry, starting the namespaces, containerd, kubelets ...")
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	c, err := nodes.New(startCtx, nodes.Options{Dir: dir, Prefix: d.opts.prefix, ImageVersion: "demo", Log: d.log.WithName("nodes")})
+	c, err := nodes.New(startCtx, opts)
 	if c != nil {
 		d.cluster = c
 	}
@@ -171,7 +188,13 @@ func (d *demo) startCluster(ctx context.Context) error {
 		d.ports[n.Name()] = d.osEnv.NodePortIDs[i]
 		d.out.Printf("Node %s = namespace %-20s %s  MAC %s  machine port %s", n.Name(), n.Namespace(), n.IP(), n.MAC(), d.ports[n.Name()])
 	}
-	d.out.Printf("client     = namespace %-20s %s", c.Net().Client().Namespace(), c.Net().Client().IP())
+	d.out.Printf("client     = namespace %-20s %s (on the nodes' LAN)", c.Net().Client().Namespace(), c.Net().Client().IP())
+	if d.dp != nil {
+		if d.outside, d.closeOutside, err = c.Net().ClientIn(d.dp.ClientNS); err != nil {
+			return fmt.Errorf("the external client: %w", err)
+		}
+		d.out.Printf("outside    = namespace %-20s %s (the external network: no route to the nodes, only floating IPs)", d.dp.ClientNS, d.dp.ClientIP)
+	}
 	return d.kubectl(ctx, "get", "nodes", "-o", "wide")
 }
 
@@ -238,6 +261,9 @@ func (d *demo) down(ctx context.Context) error {
 		if err := d.ext.Teardown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if d.closeOutside != nil {
+		d.closeOutside()
 	}
 	if d.cluster != nil {
 		if err := d.cluster.Close(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
@@ -87,17 +88,23 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 
 	neutron := neutronClient(t, osEnv)
+	args := []string{"--state-dir", state, "--openstack-env", envFile, "--prefix", testPrefix,
+		"--technical-id", testTechnicalID, "--failover-probing", "5s"}
+	// With hack/dataplane.sh's dataplane up (make test-dataplane), the demo walks the front
+	// door as make demo does; without it (make test-integration), the VIP on a plain LAN.
+	dpCtx, dpCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	dp, dpErr := dataplane.LoadEnv(dpCtx)
+	dpCancel()
+	frontDoor := dpErr == nil
+	if frontDoor {
+		args = append(args, "--front-door")
+	}
+	t.Logf("front door (Neutron dataplane up): %v", frontDoor)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin,
-		"--state-dir", state,
-		"--openstack-env", envFile,
-		"--prefix", testPrefix,
-		"--technical-id", testTechnicalID,
-		"--failover-probing", "5s",
-	)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -143,12 +150,19 @@ func TestDemoEndToEnd(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no floating IP in status.ingress in the output:\n%s", text)
 	}
-	for _, want := range []*regexp.Regexp{
+	wants := []*regexp.Regexp{
 		regexp.MustCompile(`GET https://198\.18\.0\.100:6443/readyz from \S+ \(198\.18\.0\.5\): "ok"`),
 		regexp.MustCompile(`new leader node\d holds the Lease and the VIP`),
 		regexp.MustCompile(`OUTAGE: `),
 		regexp.MustCompile(`the DaemonSet replaced the pod: \S+ runs on node\d again`),
-	} {
+	}
+	if frontDoor {
+		wants = append(wants,
+			regexp.MustCompile(`FRONT DOOR: GET https://`+regexp.QuoteMeta(m[1])+`:6443/readyz from `+dp.ClientNS+` .*: "ok"`),
+			regexp.MustCompile(`prober: GET https://`+regexp.QuoteMeta(m[1])+`:6443/readyz .* from outside, through the floating IP`),
+			regexp.MustCompile(`the router's neighbour entry: 198\.18\.0\.100 .*lladdr`))
+	}
+	for _, want := range wants {
 		if !want.MatchString(text) {
 			t.Errorf("the output lacks %q", want)
 		}
@@ -179,6 +193,9 @@ func TestDemoEndToEnd(t *testing.T) {
 	env := readEnv(t, filepath.Join(state, "env.sh"))
 	if env["DEMO_INGRESS"] != m[1] {
 		t.Errorf("env.sh: DEMO_INGRESS=%q, want the floating IP %s", env["DEMO_INGRESS"], m[1])
+	}
+	if frontDoor && env["DEMO_CLIENT_NS"] != dp.ClientNS {
+		t.Errorf("env.sh: DEMO_CLIENT_NS=%q, want the external client %s", env["DEMO_CLIENT_NS"], dp.ClientNS)
 	}
 	agents, controllers := 0, 0
 	for _, ns := range namespacesWithPrefix(id) {

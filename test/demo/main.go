@@ -39,6 +39,7 @@ type options struct {
 	openstackEnv    string
 	prefix          string
 	technicalID     string
+	frontDoor       bool
 	failoverProbing time.Duration
 	teardownTimeout time.Duration
 }
@@ -50,6 +51,7 @@ func parseFlags() (*options, error) {
 	fs.StringVar(&o.openstackEnv, "openstack-env", ".local/openstack/env.sh", "env file written by hack/openstack.sh up")
 	fs.StringVar(&o.prefix, "prefix", "kvd-", "name prefix of the network namespaces")
 	fs.StringVar(&o.technicalID, "technical-id", "kube-vip-demo", "the shoot's technical ID; names and tags the Neutron resources")
+	fs.BoolVar(&o.frontDoor, "front-door", false, "plug the nodes into their Neutron ports of hack/dataplane.sh and walk the front door: the floating IP from the external client namespace, through the Neutron router")
 	fs.DurationVar(&o.failoverProbing, "failover-probing", 8*time.Second, "how long the prober runs around the live failover")
 	fs.DurationVar(&o.teardownTimeout, "teardown-timeout", 4*time.Minute, "bound for the teardown after SIGTERM")
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -63,6 +65,10 @@ func (d *demo) proveAPI(ctx context.Context) error {
 		d.out.Printf("the client's ARP entry: %s is at %s (%s's eth0), %s", h.VIP(), neigh.MAC, owner, neigh.State)
 	}
 
+	if err := d.proveFrontDoor(ctx); err != nil {
+		return err
+	}
+
 	// A kubeconfig for the VIP, for a look from the client namespace.
 	kc, err := clientcmd.LoadFromFile(h.Nodes()[0].Kubeconfig())
 	if err != nil {
@@ -73,6 +79,52 @@ func (d *demo) proveAPI(ctx context.Context) error {
 	}
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(d.opts.stateDir, vipKubeconfig)); err != nil {
 		return fmt.Errorf("writing the VIP kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// ingress is the floating IP from status.ingress.
+func (d *demo) ingress() string {
+	if d.status == nil {
+		return ""
+	}
+	return d.status.FloatingIPAddress
+}
+
+// proveFrontDoor calls the API through the floating IP from the external client namespace,
+// whose only way in is the Neutron router: /readyz and a list of the Nodes, with the serving
+// certificate verified for the VIP (the certificates carry the VIP, not the floating IP). It
+// shows the router's neighbour entry for the VIP.
+func (d *demo) proveFrontDoor(ctx context.Context) error {
+	if d.outside == nil {
+		return nil
+	}
+	h := d.cluster.Net()
+	if dataplane.Ping(ctx, d.dp.ClientNS, h.Nodes()[0].IP().String(), time.Second) {
+		return fmt.Errorf("the external client reaches node address %s directly; its only way in must be the floating IP", h.Nodes()[0].IP())
+	}
+	cfg := h.Nodes()[0].RESTConfig()
+	cfg.Host = "https://" + net.JoinHostPort(d.ingress(), fmt.Sprint(extension.APIServerPort))
+	cfg.ServerName = h.VIP().String()
+	cfg.Dial = d.outside.DialContext
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client for the floating IP: %w", err)
+	}
+	start := time.Now()
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("GET %s/readyz from the external client namespace: %w", cfg.Host, err)
+	}
+	d.out.Printf("FRONT DOOR: GET %s/readyz from %s (%s, outside): %q in %s, through the Neutron router's DNAT to the VIP",
+		cfg.Host, d.dp.ClientNS, d.dp.ClientIP, strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Nodes through the floating IP: %w", err)
+	}
+	d.out.Printf("'get nodes' through the floating IP: %d nodes", len(nodes.Items))
+	if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
+		d.out.Printf("the router's neighbour entry (namespace %s): %s", d.dp.RouterNS, strings.TrimSpace(out))
 	}
 	return nil
 }
@@ -100,17 +152,23 @@ func (d *demo) failover(ctx context.Context) error {
 	if err != nil || pod == "" {
 		return fmt.Errorf("the agent pod on %s: %q, %w", leader, pod, err)
 	}
-	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{
-		Mode:     netns.ProbeHTTPS,
-		Path:     "/readyz",
-		Interval: 20 * time.Millisecond,
-		Timeout:  300 * time.Millisecond,
-		Duration: d.opts.failoverProbing,
+	client, target, from := h.Client(), netip.AddrPortFrom(h.VIP(), extension.APIServerPort), "the client namespace"
+	if d.outside != nil {
+		client, target, from = d.outside, netip.AddrPortFrom(netip.MustParseAddr(d.ingress()), extension.APIServerPort), "outside, through the floating IP"
+	}
+	prober, err := client.StartProber(ctx, netns.ProbeOptions{
+		Mode:       netns.ProbeHTTPS,
+		Path:       "/readyz",
+		Target:     target,
+		ServerName: h.VIP().String(),
+		Interval:   20 * time.Millisecond,
+		Timeout:    300 * time.Millisecond,
+		Duration:   d.opts.failoverProbing,
 	})
 	if err != nil {
 		return err
 	}
-	d.out.Printf("prober: GET https://%s:%d/readyz every 20ms (timeout 300ms, new TLS connection each) from the client namespace for %s", h.VIP(), extension.APIServerPort, d.opts.failoverProbing)
+	d.out.Printf("prober: GET https://%s/readyz every 20ms (timeout 300ms, new TLS connection each) from %s for %s", target, from, d.opts.failoverProbing)
 	select {
 	case <-ctx.Done():
 		prober.Stop()
@@ -165,6 +223,11 @@ func (d *demo) failover(ctx context.Context) error {
 			d.out.Printf("%s the client's ARP entry for %s points to %s (%s's eth0): gratuitous ARP arrived", since(), h.VIP(), n.MAC(), newLeader)
 		}
 		cancelClient()
+		if d.dp != nil {
+			if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
+				d.out.Printf("%s the router's neighbour entry: %s", since(), strings.TrimSpace(out))
+			}
+		}
 	}
 
 	res := prober.Wait()
@@ -209,7 +272,14 @@ func (d *demo) writeEnv() error {
 		ingress = d.status.FloatingIPAddress
 	}
 	node := h.Nodes()[0]
+	clientNS := h.Client().Namespace()
+	if d.dp != nil {
+		clientNS = d.dp.ClientNS
+	}
 	content := fmt.Sprintf(`# Written by the demo (make demo); source it: . %[1]s
+# The front door: the floating IP from DEMO_CLIENT_NS (with make demo, the external client of
+# hack/dataplane.sh, whose only way in is the floating IP); the certificates carry the VIP:
+#   ip netns exec "$DEMO_CLIENT_NS" curl --cacert "$DEMO_CA" --resolve "$DEMO_VIP:$DEMO_PORT:$DEMO_INGRESS" "https://$DEMO_VIP:$DEMO_PORT/readyz"
 # The kube-apiservers listen in the node namespaces: run kubectl there, e.g.
 #   ip netns exec "$DEMO_NODE_NS" "$KUBECTL" get ds,pods -n kube-system -o wide
 #   ip netns exec "$DEMO_CLIENT_NS" "$KUBECTL" --kubeconfig "$DEMO_VIP_KUBECONFIG" get nodes
@@ -217,17 +287,18 @@ export DEMO_INGRESS=%[2]q
 export DEMO_VIP=%[3]q
 export DEMO_PORT=%[4]d
 export DEMO_CLIENT_NS=%[5]q
+export DEMO_LAN_CLIENT_NS=%[11]q
 export DEMO_NODE_NS=%[6]q
 export DEMO_CA=%[7]q
 export DEMO_VIP_KUBECONFIG=%[8]q
 export KUBECONFIG=%[9]q
 export KUBECTL=%[10]q
-`, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), extension.APIServerPort, h.Client().Namespace(), node.Namespace(),
-		h.CAFile(), filepath.Join(d.opts.stateDir, vipKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"))
+`, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), extension.APIServerPort, clientNS, node.Namespace(),
+		h.CAFile(), filepath.Join(d.opts.stateDir, vipKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"), h.Client().Namespace())
 	if err := os.WriteFile(filepath.Join(d.opts.stateDir, envFile), []byte(content), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", envFile, err)
 	}
-	d.out.Printf("wrote %s (DEMO_INGRESS=%s, DEMO_CLIENT_NS=%s, KUBECONFIG, KUBECTL)", filepath.Join(d.opts.stateDir, envFile), ingress, h.Client().Namespace())
+	d.out.Printf("wrote %s (DEMO_INGRESS=%s, DEMO_CLIENT_NS=%s, KUBECONFIG, KUBECTL)", filepath.Join(d.opts.stateDir, envFile), ingress, clientNS)
 	return nil
 }
 
@@ -243,11 +314,14 @@ func (d *demo) lookAround() {
 	for _, n := range d.cluster.Nodes() {
 		nsList = append(nsList, n.Namespace())
 	}
-	d.out.Block(fmt.Sprintf(`. %[1]s
-
-# the API through the VIP, from the client namespace
-ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA https://$DEMO_VIP:$DEMO_PORT/readyz; echo
-ip netns exec $DEMO_CLIENT_NS $KUBECTL --kubeconfig $DEMO_VIP_KUBECONFIG get nodes -o wide
+	frontDoor := "# no front door without --front-door (make demo passes it): the floating IP is not routed here"
+	if d.outside != nil {
+		frontDoor = `# the front door: the floating IP from $DEMO_CLIENT_NS (the certificates carry the VIP)
+ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA --resolve $DEMO_VIP:$DEMO_PORT:$DEMO_INGRESS https://$DEMO_VIP:$DEMO_PORT/readyz; echo`
+	}
+	d.out.Block(". " + env + "\n\n" + frontDoor + "\n\n" + fmt.Sprintf(`# the API through the VIP, from the client namespace on the nodes' LAN
+ip netns exec $DEMO_LAN_CLIENT_NS curl -s --cacert $DEMO_CA https://$DEMO_VIP:$DEMO_PORT/readyz; echo
+ip netns exec $DEMO_LAN_CLIENT_NS $KUBECTL --kubeconfig $DEMO_VIP_KUBECONFIG get nodes -o wide
 
 # the shoot from a node (its own kube-apiserver)
 ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure,lease,daemonset,pods -o wide
@@ -272,6 +346,6 @@ ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system delete pod -l app.kubernetes
 
 # stop everything (the exposure is deleted through the controller, which releases the Neutron resources)
 make demo-down`,
-		env, extension.ReleaseNamespace, extension.ExposureName, strings.Join(nsList, " "), leaderNS,
+		"", extension.ReleaseNamespace, extension.ExposureName, strings.Join(nsList, " "), leaderNS,
 		openstack.ClusterTag(d.opts.technicalID), d.opts.stateDir, d.clusterDir(), agentrollout.LeaseName))
 }

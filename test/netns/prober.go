@@ -38,6 +38,10 @@ type ProbeOptions struct {
 	Target netip.AddrPort
 	// Path for ProbeHTTPS; default "/readyz".
 	Path string
+	// ServerName is the name ProbeHTTPS verifies the serving certificate for; default the
+	// target's address. Through a floating IP, which no serving certificate carries, it is
+	// the VIP.
+	ServerName string
 	// Interval between probe starts; default 10ms. Probes start on schedule even while
 	// earlier ones are still waiting for their answer (at most Timeout/Interval at once),
 	// so the resolution of an outage is Interval, not Timeout.
@@ -212,7 +216,7 @@ func (c *Client) probeFunc(opts ProbeOptions) (func(context.Context) error, erro
 			return conn.Close()
 		}, nil
 	case ProbeHTTPS:
-		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: opts.ServerName}
 		if c.h.pki != nil {
 			pool := x509.NewCertPool()
 			pool.AddCert(c.h.pki.ca.cert)
