@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -30,4 +31,17 @@ func (c *Cluster) WaitDaemonSetReady(ctx context.Context, namespace, name string
 		return fmt.Errorf("DaemonSet %s/%s not %d/%d Ready: %w", namespace, name, want, want, err)
 	}
 	return nil
+}
+
+// PodOn returns the one pod matching selector in namespace on the node; it fails if there
+// is none or more than one.
+func (c *Cluster) PodOn(ctx context.Context, namespace, selector, node string) (*corev1.Pod, error) {
+	pods, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods %s on %s: %w", selector, node, err)
+	}
+	if len(pods.Items) != 1 {
+		return nil, fmt.Errorf("%d pods %s on %s, want 1", len(pods.Items), selector, node)
+	}
+	return &pods.Items[0], nil
 }

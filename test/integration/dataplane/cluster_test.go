@@ -366,17 +366,11 @@ func (f *frontDoor) checkRouterFollows(t *testing.T, ctx context.Context, vip st
 // leaderPod is the agent pod on the node.
 func (f *frontDoor) leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
 	t.Helper()
-	pods, err := f.cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name,
-		FieldSelector: "spec.nodeName=" + node,
-	})
+	pod, err := f.cluster.PodOn(ctx, framework.Namespace, agentrollout.LabelAppName+"="+agentrollout.Name, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 1 {
-		t.Fatalf("%d agent pods on %s, want 1", len(pods.Items), node)
-	}
-	return &pods.Items[0]
+	return pod
 }
 
 // portOf is the Neutron port of the node (node i was plugged into node port i).
