@@ -15,7 +15,6 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
@@ -265,19 +264,11 @@ func (d *demo) removePairs(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// agentPod is the name of the agent pod on the node ("" if none).
+// agentPod is the name of the agent pod on the node.
 func (d *demo) agentPod(ctx context.Context, node string) (string, error) {
-	pods, err := d.cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name,
-		FieldSelector: "spec.nodeName=" + node,
-	})
+	pod, err := d.ext.AgentPod(ctx, node)
 	if err != nil {
 		return "", err
 	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			return p.Name, nil
-		}
-	}
-	return "", nil
+	return pod.Name, nil
 }

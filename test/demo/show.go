@@ -149,8 +149,8 @@ func (d *demo) failover(ctx context.Context) error {
 		return err
 	}
 	pod, err := d.agentPod(ctx, leader)
-	if err != nil || pod == "" {
-		return fmt.Errorf("the agent pod on %s: %q, %w", leader, pod, err)
+	if err != nil {
+		return err
 	}
 	client, target, from := h.Client(), netip.AddrPortFrom(h.VIP(), extension.APIServerPort), "the client namespace"
 	if d.outside != nil {

@@ -13,12 +13,10 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
-	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
@@ -127,17 +125,11 @@ func waitReady(t *testing.T, ctx context.Context) {
 // leaderPod is the agent pod on the node.
 func leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
 	t.Helper()
-	pods, err := cluster.Client().CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{
-		LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name,
-		FieldSelector: "spec.nodeName=" + node,
-	})
+	pod, err := ext.AgentPod(ctx, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 1 {
-		t.Fatalf("%d agent pods on %s, want 1", len(pods.Items), node)
-	}
-	return &pods.Items[0]
+	return pod
 }
 
 // probe connects from the client namespace to the VIP's port 6443 every 10 ms for d.
@@ -153,15 +145,7 @@ func probe(t *testing.T, ctx context.Context, d time.Duration) *netns.Prober {
 // checkOutage fails the test if an outage did not end or the longest exceeded bound.
 func checkOutage(t *testing.T, scenario string, res netns.ProbeResult, bound time.Duration) {
 	t.Helper()
-	for _, o := range res.Outages {
-		if o.Open() {
-			t.Errorf("%s: the VIP was still unreachable when probing ended (%d probes since %s: %s)", scenario, o.Failed, o.Start.Format(time.StampMilli), o.FirstError)
-		}
-	}
-	t.Logf("%s: longest outage %s (bound %s), %d outages, %d of %d probes failed", scenario, res.Longest().Round(time.Millisecond), bound, len(res.Outages), res.Failures, res.Probes)
-	if res.Longest() > bound {
-		t.Errorf("%s: longest outage %s exceeds the bound %s", scenario, res.Longest().Round(time.Millisecond), bound)
-	}
+	netns.CheckOutage(t, scenario, res, bound)
 }
 
 func nodeOf(n *netns.Node) *nodes.Node { return cluster.Node(n.Name()) }

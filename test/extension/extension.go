@@ -294,22 +294,12 @@ func (e *Extension) Reconcile(ctx context.Context) error {
 // WaitAgentsReady waits until the agents' DaemonSet is rolled out with a Ready pod on
 // every node.
 func (e *Extension) WaitAgentsReady(ctx context.Context, timeout time.Duration) error {
-	want := int32(len(e.cluster.Nodes()))
-	var last appsv1.DaemonSetStatus
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ds, err := e.cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil //nolint:nilerr // not there yet
-		}
-		last = ds.Status
-		s := ds.Status
-		return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == want &&
-			s.NumberReady == want && s.UpdatedNumberScheduled == want && s.NumberAvailable == want, nil
-	})
-	if err != nil {
-		return fmt.Errorf("agents not %d/%d Ready (%d ready, %d updated): %w", want, want, last.NumberReady, last.UpdatedNumberScheduled, err)
-	}
-	return nil
+	return e.cluster.WaitDaemonSetReady(ctx, framework.Namespace, agentrollout.Name, timeout)
+}
+
+// AgentPod is the agent pod on the node, or an error unless there is exactly one.
+func (e *Extension) AgentPod(ctx context.Context, node string) (*corev1.Pod, error) {
+	return e.cluster.PodOn(ctx, framework.Namespace, agentrollout.LabelAppName+"="+agentrollout.Name, node)
 }
 
 // UpgradeAgentImage upgrades the chart to another agent image, waits until the new

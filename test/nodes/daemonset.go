@@ -33,15 +33,21 @@ func (c *Cluster) WaitDaemonSetReady(ctx context.Context, namespace, name string
 	return nil
 }
 
-// PodOn returns the one pod matching selector in namespace on the node; it fails if there
-// is none or more than one.
+// PodOn returns the one pod matching selector in namespace on the node, not counting pods
+// being deleted; it fails if there is none or more than one.
 func (c *Cluster) PodOn(ctx context.Context, namespace, selector, node string) (*corev1.Pod, error) {
-	pods, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, FieldSelector: "spec.nodeName=" + node})
+	list, err := c.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods %s on %s: %w", selector, node, err)
 	}
-	if len(pods.Items) != 1 {
-		return nil, fmt.Errorf("%d pods %s on %s, want 1", len(pods.Items), selector, node)
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			pods = append(pods, p)
+		}
 	}
-	return &pods.Items[0], nil
+	if len(pods) != 1 {
+		return nil, fmt.Errorf("%d pods %s on %s, want 1", len(pods), selector, node)
+	}
+	return &pods[0], nil
 }
