@@ -27,12 +27,16 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
-// vipKubeconfig is the file name of the admin kubeconfig whose server is the VIP.
-const vipKubeconfig = "vip.kubeconfig"
+// clientKubeconfig is the file name of the admin kubeconfig for the client namespace: its
+// server is the floating IP (front door) or the VIP.
+const clientKubeconfig = "client.kubeconfig"
 
-// proveAPI calls the shoot's API through the VIP from the client namespace: /readyz, and
-// a list of the Nodes with the admin identity. It also writes a kubeconfig for the VIP.
+// proveAPI calls the shoot's API from the client namespace, through the front door when
+// there is one, else through the VIP on the LAN, and writes the client's kubeconfig.
 func (d *demo) proveAPI(ctx context.Context) error {
+	if d.outside != nil {
+		return d.proveFrontDoor(ctx)
+	}
 	h := d.cluster.Net()
 	cfg := h.Nodes()[0].RESTConfig()
 	cfg.Host = "https://" + netip.AddrPortFrom(h.VIP(), extension.APIServerPort).String()
@@ -65,20 +69,23 @@ func (d *demo) proveAPI(ctx context.Context) error {
 		d.out.Printf("the client's ARP entry: %s is at %s (%s's eth0), %s", h.VIP(), neigh.MAC, owner, neigh.State)
 	}
 
-	if err := d.proveFrontDoor(ctx); err != nil {
-		return err
-	}
+	return d.writeClientKubeconfig(cfg.Host, "")
+}
 
-	// A kubeconfig for the VIP, for a look from the client namespace.
-	kc, err := clientcmd.LoadFromFile(h.Nodes()[0].Kubeconfig())
+// writeClientKubeconfig writes the admin kubeconfig with the server (and the name the
+// serving certificate is verified for), for a look from the client namespace.
+func (d *demo) writeClientKubeconfig(server, serverName string) error {
+	node := d.cluster.Net().Nodes()[0]
+	kc, err := clientcmd.LoadFromFile(node.Kubeconfig())
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", h.Nodes()[0].Kubeconfig(), err)
+		return fmt.Errorf("reading %s: %w", node.Kubeconfig(), err)
 	}
 	for _, c := range kc.Clusters {
-		c.Server = cfg.Host
+		c.Server = server
+		c.TLSServerName = serverName
 	}
-	if err := clientcmd.WriteToFile(*kc, filepath.Join(d.opts.stateDir, vipKubeconfig)); err != nil {
-		return fmt.Errorf("writing the VIP kubeconfig: %w", err)
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(d.opts.stateDir, clientKubeconfig)); err != nil {
+		return fmt.Errorf("writing the client's kubeconfig: %w", err)
 	}
 	return nil
 }
@@ -96,9 +103,6 @@ func (d *demo) ingress() string {
 // certificate verified for the VIP (the certificates carry the VIP, not the floating IP). It
 // shows the router's neighbour entry for the VIP.
 func (d *demo) proveFrontDoor(ctx context.Context) error {
-	if d.outside == nil {
-		return nil
-	}
 	h := d.cluster.Net()
 	if dataplane.Ping(ctx, d.dp.ClientNS, h.Nodes()[0].IP().String(), time.Second) {
 		return fmt.Errorf("the external client reaches node address %s directly; its only way in must be the floating IP", h.Nodes()[0].IP())
@@ -126,7 +130,7 @@ func (d *demo) proveFrontDoor(ctx context.Context) error {
 	if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
 		d.out.Printf("the router's neighbour entry (namespace %s): %s", d.dp.RouterNS, strings.TrimSpace(out))
 	}
-	return nil
+	return d.writeClientKubeconfig(cfg.Host, cfg.ServerName)
 }
 
 func internalIP(n *corev1.Node) string {
@@ -217,16 +221,16 @@ func (d *demo) failover(ctx context.Context) error {
 		}
 	}
 	d.out.Printf("%s new leader %s holds the Lease and the VIP; waiting for the prober to finish ...", since(), newLeader)
-	if n := d.cluster.Node(newLeader); n != nil {
+	if n := d.cluster.Node(newLeader); n != nil && d.dp == nil {
 		clientCtx, cancelClient := context.WithTimeout(ctx, 5*time.Second)
 		if err := h.Client().WaitNeighbor(clientCtx, h.VIP(), n.MAC()); err == nil {
 			d.out.Printf("%s the client's ARP entry for %s points to %s (%s's eth0): gratuitous ARP arrived", since(), h.VIP(), n.MAC(), newLeader)
 		}
 		cancelClient()
-		if d.dp != nil {
-			if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
-				d.out.Printf("%s the router's neighbour entry: %s", since(), strings.TrimSpace(out))
-			}
+	}
+	if d.dp != nil {
+		if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
+			d.out.Printf("%s the router's neighbour entry: %s (%s's MAC is %s)", since(), strings.TrimSpace(out), newLeader, d.cluster.Node(newLeader).MAC())
 		}
 	}
 
@@ -282,7 +286,7 @@ func (d *demo) writeEnv() error {
 #   ip netns exec "$DEMO_CLIENT_NS" curl --cacert "$DEMO_CA" --resolve "$DEMO_VIP:$DEMO_PORT:$DEMO_INGRESS" "https://$DEMO_VIP:$DEMO_PORT/readyz"
 # The kube-apiservers listen in the node namespaces: run kubectl there, e.g.
 #   ip netns exec "$DEMO_NODE_NS" "$KUBECTL" get ds,pods -n kube-system -o wide
-#   ip netns exec "$DEMO_CLIENT_NS" "$KUBECTL" --kubeconfig "$DEMO_VIP_KUBECONFIG" get nodes
+#   ip netns exec "$DEMO_CLIENT_NS" "$KUBECTL" --kubeconfig "$DEMO_CLIENT_KUBECONFIG" get nodes
 export DEMO_INGRESS=%[2]q
 export DEMO_VIP=%[3]q
 export DEMO_PORT=%[4]d
@@ -290,11 +294,11 @@ export DEMO_CLIENT_NS=%[5]q
 export DEMO_LAN_CLIENT_NS=%[11]q
 export DEMO_NODE_NS=%[6]q
 export DEMO_CA=%[7]q
-export DEMO_VIP_KUBECONFIG=%[8]q
+export DEMO_CLIENT_KUBECONFIG=%[8]q
 export KUBECONFIG=%[9]q
 export KUBECTL=%[10]q
 `, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), extension.APIServerPort, clientNS, node.Namespace(),
-		h.CAFile(), filepath.Join(d.opts.stateDir, vipKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"), h.Client().Namespace())
+		h.CAFile(), filepath.Join(d.opts.stateDir, clientKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"), h.Client().Namespace())
 	if err := os.WriteFile(filepath.Join(d.opts.stateDir, envFile), []byte(content), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", envFile, err)
 	}
@@ -314,14 +318,14 @@ func (d *demo) lookAround() {
 	for _, n := range d.cluster.Nodes() {
 		nsList = append(nsList, n.Namespace())
 	}
-	frontDoor := "# no front door without --front-door (make demo passes it): the floating IP is not routed here"
+	api := `# the API through the VIP, from the client namespace on the nodes' LAN (no front door without
+# --front-door, which make demo passes: the floating IP is not routed here)
+ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA https://$DEMO_VIP:$DEMO_PORT/readyz; echo`
 	if d.outside != nil {
-		frontDoor = `# the front door: the floating IP from $DEMO_CLIENT_NS (the certificates carry the VIP)
+		api = `# the front door: the floating IP from the external client (the certificates carry the VIP)
 ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA --resolve $DEMO_VIP:$DEMO_PORT:$DEMO_INGRESS https://$DEMO_VIP:$DEMO_PORT/readyz; echo`
 	}
-	d.out.Block(". " + env + "\n\n" + frontDoor + "\n\n" + fmt.Sprintf(`# the API through the VIP, from the client namespace on the nodes' LAN
-ip netns exec $DEMO_LAN_CLIENT_NS curl -s --cacert $DEMO_CA https://$DEMO_VIP:$DEMO_PORT/readyz; echo
-ip netns exec $DEMO_LAN_CLIENT_NS $KUBECTL --kubeconfig $DEMO_VIP_KUBECONFIG get nodes -o wide
+	d.out.Block(". " + env + "\n\n" + api + "\n" + fmt.Sprintf(`ip netns exec $DEMO_CLIENT_NS $KUBECTL --kubeconfig $DEMO_CLIENT_KUBECONFIG get nodes -o wide
 
 # the shoot from a node (its own kube-apiserver)
 ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure,lease,daemonset,pods -o wide
