@@ -67,6 +67,15 @@ type Config struct {
 	// looser than Eligible (hysteresis), never a reason to skip a renewal: the term still
 	// ends RenewDeadline after the last successful one.
 	MayKeep func() bool
+	// Yield reports whether this candidate should leave the lead to another one that can
+	// take it, for example because its node's etcd member leads the etcd cluster: when
+	// that node fails, etcd must elect a new leader before any Lease write succeeds, so
+	// holding the VIP there puts two elections in series. A candidate that should yield
+	// takes a release or an expired Lease YieldDelay later than the others (so that one of
+	// them wins the race, and it still takes the Lease when nobody else does); a leader
+	// that should yield releases the Lease once, and leads on if it wins it back (nobody
+	// else could take it) until Yield has reported false again. Nil means never.
+	Yield func() bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -126,6 +135,10 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
+	// yieldSpent: this candidate released the Lease because it should yield; it does not
+	// do so again until Yield has reported false (a Lease nobody else took comes back to
+	// it, and then it keeps it).
+	yieldSpent bool
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time
@@ -406,6 +419,10 @@ func (e *Elector) noteHolder(holder string) {
 // step acts on the current state: renew, give up, or try to acquire.
 func (e *Elector) step(ctx context.Context) {
 	now := e.clock.Now()
+	yield := e.shouldYield()
+	if !yield {
+		e.yieldSpent = false
+	}
 	if e.leading {
 		switch holder := holderOf(e.observed); {
 		case e.observed != nil && holder != e.cfg.Identity:
@@ -413,6 +430,9 @@ func (e *Elector) step(ctx context.Context) {
 		case !e.cfg.MayKeep():
 			e.resignedAt = now
 			e.stopLeading("not eligible any more", true)
+		case yield && !e.yieldSpent:
+			e.yieldSpent = true
+			e.stopLeading("handing the lead to another candidate: this node should yield (its etcd member leads)", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
 		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
@@ -453,19 +473,42 @@ func leaseDurationOf(lease *coordinationv1.Lease) time.Duration {
 
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	expired := !now.Before(e.observedAt.Add(e.followerWait()))
-	if e.observed == nil { // deleted: wait as for an expired holder
-		return expired
-	}
-	switch holderOf(e.observed) {
-	case e.cfg.Identity:
-		return e.ownRecord() || expired
-	case "":
-		return (e.releaseSeen && !e.heldDown(now)) || expired
-	default:
-		return expired
-	}
+	return !now.Before(e.acquirableAt(now))
 }
+
+// acquirableAt is the earliest moment at which a follower may try to take the Lease as
+// last seen: at once for a release or its own record, after the wait for an expiry
+// otherwise, and YieldDelay later for a candidate that should yield.
+func (e *Elector) acquirableAt(now time.Time) time.Time {
+	expiry := e.observedAt.Add(e.followerWait())
+	at := expiry
+	if e.observed != nil {
+		switch holderOf(e.observed) {
+		case e.cfg.Identity:
+			if e.ownRecord() {
+				return e.observedAt
+			}
+		case "":
+			if e.releaseSeen {
+				at = e.observedAt
+				if e.heldDown(now) {
+					at = minTime(e.resignedAt.Add(e.healthHoldDown()), expiry)
+				}
+			}
+		}
+	}
+	if e.shouldYield() {
+		at = at.Add(YieldDelay)
+	}
+	return at
+}
+
+// YieldDelay is how much later than the others a candidate that should yield (Config.Yield)
+// tries to take a released or expired Lease: long enough for another candidate's write,
+// which starts when it sees the same release or expiry, to win.
+const YieldDelay = 250 * time.Millisecond
+
+func (e *Elector) shouldYield() bool { return e.cfg.Yield != nil && e.cfg.Yield() }
 
 // heldDown reports whether this candidate resigned for lack of eligibility less than
 // healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
@@ -498,7 +541,7 @@ func (e *Elector) nextWakeup() time.Duration {
 	case e.canAcquire(now):
 		at = now.Add(e.cfg.Timings.RetryPeriod / 4) // the last attempt failed
 	default:
-		at = e.observedAt.Add(e.followerWait())
+		at = e.acquirableAt(now)
 	}
 	if d := at.Sub(now); d > 0 {
 		return d

@@ -34,7 +34,8 @@ type EtcdLeaderConfig struct {
 	Confirm time.Duration
 	// Timeout bounds one read.
 	Timeout time.Duration
-	// Observe is called after every read with its outcome; may be nil.
+	// Observe is called after every read with what Leads reports now and the read's
+	// error; may be nil.
 	Observe func(leads bool, err error)
 	Clock   clock.WithTicker
 	Log     logr.Logger
@@ -101,11 +102,14 @@ func (e *EtcdLeader) readOnce(ctx context.Context) (confirmNext bool) {
 	if ctx.Err() != nil {
 		return false
 	}
-	if e.cfg.Observe != nil {
-		e.cfg.Observe(leads, err)
-	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer func() {
+		confirmed := e.confirmed
+		e.mu.Unlock()
+		if e.cfg.Observe != nil {
+			e.cfg.Observe(confirmed, err)
+		}
+	}()
 	if err != nil {
 		if msg := err.Error(); msg != e.lastErr {
 			e.cfg.Log.Info("Cannot tell whether the local etcd member leads; counting it as a follower", "error", msg)

@@ -284,3 +284,38 @@ func TestUnreadyHolderKeepsTheVIPForTheHold(t *testing.T) {
 		t.Fatal("holdable with the interface down")
 	}
 }
+
+// A served request stands in for a probe for ServedCovers, which may be longer than the
+// period: a leader whose renewals (or a follower whose watch events) come a little less
+// often than the probe period sends no probe at all.
+func TestServedRequestsCoverLongerThanAPeriod(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+	count := func(covers time.Duration) int32 {
+		var probes atomic.Int32
+		m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: 20 * time.Millisecond,
+			ServedCovers: covers, Timeout: 200 * time.Millisecond, FailureThreshold: 1, Log: logr.Discard(),
+			Observe: func(time.Duration, bool) { probes.Add(1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go m.Run(ctx)
+		eventually(t, "healthy", m.Healthy)
+		before := probes.Load()
+		// Served every 30 ms for 600 ms: less often than the 20 ms period.
+		for end := time.Now().Add(600 * time.Millisecond); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
+			m.Served()
+		}
+		return probes.Load() - before
+	}
+	if n := count(0); n < 5 {
+		t.Fatalf("%d probes with ServedCovers = Period; the comparison needs some", n)
+	}
+	if n := count(80 * time.Millisecond); n > 1 {
+		t.Fatalf("%d probes in 600 ms while requests were served every 30 ms and cover 80 ms; want none", n)
+	}
+}
