@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
 
@@ -107,21 +109,28 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	etcdLeader, err := newEtcdLeader(cfg, m, clk, log)
+	var leading atomic.Bool
+	etcdLeader, err := newEtcdLeader(cfg, m, clk, log, leading.Load)
 	if err != nil {
 		return err
 	}
-	var yield func() bool
+	var yield func(bool) bool
 	if etcdLeader != nil {
-		yield = etcdLeader.Leads
+		yield = etcdLeader.Yield
 	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
 		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Yield: yield, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
-			OnLeading:        k.Leading,
-			OnStoppedLeading: k.Following,
+			OnLeading: func(term timing.Term, newTerm bool) {
+				leading.Store(true)
+				k.Leading(term, newTerm)
+			},
+			OnStoppedLeading: func(reason string) bool {
+				leading.Store(false)
+				return k.Following(reason)
+			},
 			OnNewLeader: func(holder string) {
 				log.V(1).Info("Lease holder changed", "holder", holder)
 			},
@@ -194,9 +203,14 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 // election that passes through this member for a moment never moves the VIP.
 const etcdConfirm = 5 * time.Second
 
+// etcdFollowerPeriod is how often a node that does not lead reads its etcd member's
+// leadership: after a failure moved etcd's leadership, the next takeover must already know
+// whom to leave the Lease to.
+const etcdFollowerPeriod = 2 * time.Second
+
 // newEtcdLeader returns the reader of the local etcd member's leadership, or nil when
 // --etcd-metrics-url is empty.
-func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger) (*health.EtcdLeader, error) {
+func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger, leading func() bool) (*health.EtcdLeader, error) {
 	if cfg.EtcdMetricsURL == "" {
 		return nil, nil
 	}
@@ -204,7 +218,8 @@ func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger
 	transport.Proxy = nil // the member is on this node
 	client := &http.Client{Transport: m.countRequests("etcd")(transport)}
 	return health.NewEtcdLeader(health.EtcdLeaderConfig{
-		Client: client, URL: cfg.EtcdMetricsURL, Period: cfg.EtcdCheckPeriod, Confirm: etcdConfirm,
+		Client: client, URL: cfg.EtcdMetricsURL, Period: cfg.EtcdCheckPeriod, FollowerPeriod: etcdFollowerPeriod,
+		Leading: leading, Confirm: etcdConfirm,
 		Timeout: cfg.HealthTimeout, Clock: clk, Log: log.WithValues("etcd", cfg.EtcdMetricsURL),
 		Observe: func(leads bool, _ error) {
 			if leads {

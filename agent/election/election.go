@@ -74,8 +74,10 @@ type Config struct {
 	// takes a release or an expired Lease YieldDelay later than the others (so that one of
 	// them wins the race, and it still takes the Lease when nobody else does); a leader
 	// that should yield releases the Lease once, and leads on if it wins it back (nobody
-	// else could take it) until Yield has reported false again. Nil means never.
-	Yield func() bool
+	// else could take it) until Yield has reported false again. leading tells whether the
+	// candidate leads now, so that a leader may demand a stronger signal than a follower.
+	// Nil means never.
+	Yield func(leading bool) bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -508,7 +510,7 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 // which starts when it sees the same release or expiry, to win.
 const YieldDelay = 250 * time.Millisecond
 
-func (e *Elector) shouldYield() bool { return e.cfg.Yield != nil && e.cfg.Yield() }
+func (e *Elector) shouldYield() bool { return e.cfg.Yield != nil && e.cfg.Yield(e.leading) }
 
 // heldDown reports whether this candidate resigned for lack of eligibility less than
 // healthHoldDown ago. Such a candidate does not take a release at once, whoever released:

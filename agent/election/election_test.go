@@ -524,7 +524,7 @@ func TestCandidateThatShouldYieldTakesOverLast(t *testing.T) {
 	h := newHarness()
 	tm := timing.Defaults()
 	a, _ := h.candidate(t, "node-a", tm)
-	b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm, Yield: func() bool { return true }})
+	b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm, Yield: func(bool) bool { return true }})
 	c, _ := h.candidate(t, "node-c", tm)
 	a.tryAcquireOrRenew(context.Background())
 	b.observe(h.leases.current(), false)
@@ -561,7 +561,7 @@ func TestLeaderThatShouldYieldReleasesOnce(t *testing.T) {
 	h := newHarness()
 	tm := timing.Defaults()
 	yield := false
-	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Yield: func() bool { return yield }})
+	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Yield: func(bool) bool { return yield }})
 	ctx := context.Background()
 	a.tryAcquireOrRenew(ctx)
 	yield = true

@@ -26,8 +26,13 @@ type EtcdLeaderConfig struct {
 	Client *http.Client
 	// URL is the local etcd member's metrics URL, for example http://127.0.0.1:2381/metrics.
 	URL string
-	// Period is the interval between two reads while nothing changes.
-	Period time.Duration
+	// Period is the interval between two reads while nothing changes and this node
+	// leads the agents' election (Leading); FollowerPeriod while it does not. A follower
+	// reads more often: it needs a fresh answer at the moment it may take over, and it
+	// sends no other request in the steady state.
+	Period, FollowerPeriod time.Duration
+	// Leading reports whether this node leads the agents' election; nil means never.
+	Leading func() bool
 	// Confirm is how long after a read that first found the local member leading a second
 	// read must still find it leading before Leads reports it. A leadership that an etcd
 	// election gives this member for a moment only never moves the VIP.
@@ -63,9 +68,12 @@ func NewEtcdLeader(cfg EtcdLeaderConfig) (*EtcdLeader, error) {
 	if cfg.Client == nil || cfg.URL == "" {
 		return nil, errors.New("a client and a URL are required")
 	}
-	if cfg.Period <= 0 || cfg.Confirm <= 0 || cfg.Timeout <= 0 {
-		return nil, fmt.Errorf("the period (%s), the confirmation delay (%s) and the timeout (%s) must be positive",
-			cfg.Period, cfg.Confirm, cfg.Timeout)
+	if cfg.Period <= 0 || cfg.FollowerPeriod <= 0 || cfg.Confirm <= 0 || cfg.Timeout <= 0 {
+		return nil, fmt.Errorf("the periods (%s, %s), the confirmation delay (%s) and the timeout (%s) must be positive",
+			cfg.Period, cfg.FollowerPeriod, cfg.Confirm, cfg.Timeout)
+	}
+	if cfg.Leading == nil {
+		cfg.Leading = func() bool { return false }
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -80,11 +88,26 @@ func (e *EtcdLeader) Leads() bool {
 	return e.confirmed
 }
 
-// Run reads the metric until ctx is done: every Period, and Confirm after a read that
-// first found the member leading.
+// Yield is election.Config.Yield: a leader yields only to a confirmed etcd leadership
+// (hysteresis: a moment's leadership does not move the VIP), a follower defers on the last
+// read alone (deferring costs only a short delay when nobody else takes over).
+func (e *EtcdLeader) Yield(leading bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if leading {
+		return e.confirmed
+	}
+	return e.seen
+}
+
+// Run reads the metric until ctx is done: every Period (FollowerPeriod while this node
+// does not lead), and Confirm after a read that first found the member leading.
 func (e *EtcdLeader) Run(ctx context.Context) {
 	for {
-		wait := e.cfg.Period
+		wait := e.cfg.FollowerPeriod
+		if e.cfg.Leading() {
+			wait = e.cfg.Period
+		}
 		if e.readOnce(ctx) {
 			wait = e.cfg.Confirm
 		}

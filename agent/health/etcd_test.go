@@ -65,7 +65,7 @@ func TestEtcdLeadershipIsConfirmedBeforeItCounts(t *testing.T) {
 		fmt.Fprintf(w, "etcd_server_has_leader 1\netcd_server_is_leader %d\n", v)
 	}))
 	defer srv.Close()
-	e, err := NewEtcdLeader(EtcdLeaderConfig{Client: srv.Client(), URL: srv.URL, Period: time.Second,
+	e, err := NewEtcdLeader(EtcdLeaderConfig{Client: srv.Client(), URL: srv.URL, Period: time.Second, FollowerPeriod: time.Second,
 		Confirm: time.Second, Timeout: time.Second, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +78,12 @@ func TestEtcdLeadershipIsConfirmedBeforeItCounts(t *testing.T) {
 		}
 		if got := e.Leads(); got != wantLeads {
 			t.Fatalf("Leads() = %v, want %v", got, wantLeads)
+		}
+		if got := e.Yield(true); got != wantLeads {
+			t.Fatalf("Yield(leading) = %v, want the confirmed %v", got, wantLeads)
+		}
+		if got := e.Yield(false); got != (leads.Load() && !broken.Load()) {
+			t.Fatalf("Yield(following) = %v, want the last read", got)
 		}
 	}
 	step(false, false) // follower
