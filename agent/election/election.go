@@ -70,13 +70,15 @@ type Config struct {
 	// Yield reports whether this candidate should leave the lead to another one that can
 	// take it, for example because its node's etcd member leads the etcd cluster: when
 	// that node fails, etcd must elect a new leader before any Lease write succeeds, so
-	// holding the VIP there puts two elections in series. A candidate that should yield
-	// takes a release or an expired Lease YieldDelay later than the others (so that one of
-	// them wins the race, and it still takes the Lease when nobody else does); a leader
-	// that should yield releases the Lease once, and leads on if it wins it back (nobody
-	// else could take it) until Yield has reported false again. leading tells whether the
-	// candidate leads now, so that a leader may demand a stronger signal than a follower.
-	// Nil means never.
+	// holding the VIP there puts two elections in series. Asked with leading true, it says
+	// whether a leader should offer the lead (it may demand a confirmed signal); with
+	// false, whether a follower should defer. A leader that should yield marks its renewals
+	// with YieldAnnotation, and keeps leading: any follower that is eligible and need not
+	// defer itself takes such a Lease at once, and the leader stops when it sees the new
+	// holder (the new holder's takeover guard waits while the old one still answers for the
+	// VIP). Nobody eligible, nothing changes: the offer never blanks the VIP. A follower that
+	// should defer takes a release or an expired Lease YieldDelay later than the others, and
+	// ignores offers. Nil means never.
 	Yield func(leading bool) bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
@@ -137,10 +139,6 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
-	// yieldSpent: this candidate released the Lease because it should yield; it does not
-	// do so again until Yield has reported false (a Lease nobody else took comes back to
-	// it, and then it keeps it).
-	yieldSpent bool
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time
@@ -196,6 +194,9 @@ const (
 	// holder. Only a record that carries it is taken without waiting: a holder cleared by
 	// hand may hide a leader whose term still runs.
 	ReleasedByAnnotation = "kube-vip-agent.gardener.cloud/released-by"
+	// YieldAnnotation, on a held Lease, names the holder that offers the lead to any other
+	// eligible candidate (Config.Yield); only that holder's renewals write it.
+	YieldAnnotation = "kube-vip-agent.gardener.cloud/yield"
 	// maxPublishedLeaseDuration caps the lease duration a follower accepts from the Lease,
 	// so that a hand-edited value cannot stop every takeover.
 	maxPublishedLeaseDuration = time.Minute
@@ -299,6 +300,11 @@ func (e *Elector) stamp(lease *coordinationv1.Lease) {
 	}
 	lease.Annotations[LeaseDurationAnnotation] = strconv.FormatInt(e.cfg.Timings.LeaseDuration.Milliseconds(), 10)
 	delete(lease.Annotations, ReleasedByAnnotation)
+	if e.offersLead() {
+		lease.Annotations[YieldAnnotation] = e.cfg.Identity
+	} else {
+		delete(lease.Annotations, YieldAnnotation)
+	}
 }
 
 // observation is one version of the Lease; authoritative when it is the result of a read
@@ -421,10 +427,6 @@ func (e *Elector) noteHolder(holder string) {
 // step acts on the current state: renew, give up, or try to acquire.
 func (e *Elector) step(ctx context.Context) {
 	now := e.clock.Now()
-	yield := e.shouldYield()
-	if !yield {
-		e.yieldSpent = false
-	}
 	if e.leading {
 		switch holder := holderOf(e.observed); {
 		case e.observed != nil && holder != e.cfg.Identity:
@@ -432,9 +434,6 @@ func (e *Elector) step(ctx context.Context) {
 		case !e.cfg.MayKeep():
 			e.resignedAt = now
 			e.stopLeading("not eligible any more", true)
-		case yield && !e.yieldSpent:
-			e.yieldSpent = true
-			e.stopLeading("handing the lead to another candidate: this node should yield (its etcd member leads)", true)
 		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
 			e.stopLeading("renewal deadline passed", true)
 		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
@@ -497,9 +496,13 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 					at = minTime(e.resignedAt.Add(e.healthHoldDown()), expiry)
 				}
 			}
+		default:
+			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() {
+				return e.observedAt // the holder offers the lead
+			}
 		}
 	}
-	if e.shouldYield() {
+	if e.defers() {
 		at = at.Add(YieldDelay)
 	}
 	return at
@@ -510,7 +513,11 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 // which starts when it sees the same release or expiry, to win.
 const YieldDelay = 250 * time.Millisecond
 
-func (e *Elector) shouldYield() bool { return e.cfg.Yield != nil && e.cfg.Yield(e.leading) }
+// offersLead reports whether this candidate, as leader, should offer the lead.
+func (e *Elector) offersLead() bool { return e.cfg.Yield != nil && e.cfg.Yield(true) }
+
+// defers reports whether this candidate, as follower, should let the others take over first.
+func (e *Elector) defers() bool { return e.cfg.Yield != nil && e.cfg.Yield(false) }
 
 // heldDown reports whether this candidate resigned for lack of eligibility less than
 // healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
@@ -700,6 +707,7 @@ func (e *Elector) releaseVia(ctx context.Context, leases LeaseClient) error {
 			lease.Annotations = map[string]string{}
 		}
 		delete(lease.Annotations, LeaseDurationAnnotation)
+		delete(lease.Annotations, YieldAnnotation)
 		lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
 		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if err == nil {

@@ -554,39 +554,61 @@ func TestCandidateThatShouldYieldTakesOverLast(t *testing.T) {
 	}
 }
 
-// A leader whose etcd member leads hands the Lease over (a release the others take at
-// once). If nobody takes it, it wins it back after YieldDelay and keeps it: it does not
-// release again until Yield reported false in between.
-func TestLeaderThatShouldYieldReleasesOnce(t *testing.T) {
+// A leader whose etcd member leads offers the lead in its renewals and keeps leading: an
+// eligible follower that need not defer takes it at once, a deferring one does not, and
+// the old leader stops (without a release) when it sees the new holder. The offer ends
+// with the leadership of its etcd member.
+func TestLeaderThatShouldYieldOffersTheLead(t *testing.T) {
 	h := newHarness()
 	tm := timing.Defaults()
 	yield := false
 	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Yield: func(bool) bool { return yield }})
+	b, _ := h.candidate(t, "node-b", tm)
+	c, _ := h.candidateWith(t, Config{Identity: "node-c", Timings: tm, Yield: func(bool) bool { return true }})
 	ctx := context.Background()
 	a.tryAcquireOrRenew(ctx)
+	b.observe(h.leases.current(), false)
+	if b.canAcquire(h.clock.Now()) {
+		t.Fatal("a follower may take a Lease whose holder offers nothing")
+	}
 	yield = true
-	a.step(ctx)
-	if a.leading || len(rec.stopped) != 1 || !isRelease(h.leases.current()) {
-		t.Fatalf("leading=%v stopped=%v: the leader whose etcd leads must hand the Lease over", a.leading, rec.stopped)
-	}
-	// Nobody else takes it.
-	h.clock.Step(YieldDelay)
-	a.step(ctx)
-	if !a.leading {
-		t.Fatal("a release nobody took is not won back after the yield delay")
-	}
 	h.clock.Step(tm.RetryPeriod)
 	a.step(ctx)
-	if !a.leading || len(rec.stopped) != 1 {
-		t.Fatalf("leading=%v stopped=%v: a leader that yielded once in vain must keep the lead", a.leading, rec.stopped)
+	if !a.leading || len(rec.stopped) != 0 {
+		t.Fatalf("leading=%v stopped=%v: the leader must keep leading while it offers the lead", a.leading, rec.stopped)
 	}
-	yield = false // etcd leadership moved away ...
-	h.clock.Step(tm.RetryPeriod)
+	if got := h.leases.current().Annotations[YieldAnnotation]; got != "node-a" {
+		t.Fatalf("renewal carries yield mark %q, want node-a", got)
+	}
+	b.observe(h.leases.current(), false)
+	c.observe(h.leases.current(), false)
+	if c.canAcquire(h.clock.Now()) {
+		t.Fatal("a follower that should defer itself takes the offer")
+	}
+	if !b.canAcquire(h.clock.Now()) {
+		t.Fatal("an eligible follower may not take the offered lead at once")
+	}
+	b.step(ctx)
+	if !b.leading {
+		t.Fatal("the follower did not take the offered lead")
+	}
+	if got := h.leases.current().Annotations[YieldAnnotation]; got != "" {
+		t.Fatalf("the new holder's record carries yield mark %q", got)
+	}
+	a.observe(h.leases.current(), false)
 	a.step(ctx)
-	yield = true // ... and back: one more handover
-	h.clock.Step(tm.RetryPeriod)
-	a.step(ctx)
-	if a.leading || len(rec.stopped) != 2 {
-		t.Fatalf("leading=%v stopped=%v: a new etcd leadership must hand the Lease over again", a.leading, rec.stopped)
+	if a.leading || len(rec.stopped) != 1 || holderOf(h.leases.current()) != "node-b" {
+		t.Fatalf("leading=%v stopped=%v holder=%s: the old leader must stop, without a release", a.leading, rec.stopped, holderOf(h.leases.current()))
+	}
+
+	// The offer ends with the etcd leadership.
+	h2 := newHarness()
+	d, _ := h2.candidateWith(t, Config{Identity: "node-d", Timings: tm, Yield: func(bool) bool { return yield }})
+	d.tryAcquireOrRenew(ctx)
+	yield = false
+	h2.clock.Step(tm.RetryPeriod)
+	d.step(ctx)
+	if _, ok := h2.leases.current().Annotations[YieldAnnotation]; ok {
+		t.Fatal("the yield mark outlives the etcd leadership")
 	}
 }
