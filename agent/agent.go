@@ -116,7 +116,12 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	var yield func(bool) bool
 	if etcdLeader != nil {
-		yield = etcdLeader.Yield
+		yield = func(leading bool) bool {
+			// A leader offers the lead only once the VIP is on its NIC: the taker's guard
+			// then finds it answering and waits until it is gone. An offer made during
+			// the leader's own takeover guard would let both guards pass at once.
+			return etcdLeader.Yield(leading) && (!leading || k.Holding())
+		}
 	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,

@@ -54,22 +54,24 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder, err := h.WaitSingleHolder(ctxFor(t, ctx, 40*time.Second), func(n *netns.Node) bool { return n != etcdLeader })
-	if err != nil {
-		prober.Stop()
-		t.Fatalf("the holder whose etcd member leads did not hand the VIP over: %v", err)
-	}
 	time.Sleep(time.Second)
 	handover := prober.Stop()
-	if l := handover.Longest(); l > 500*time.Millisecond || len(handover.Outages) > 1 {
-		t.Errorf("handing the VIP from %s to %s: outages %+v, want at most one, of at most 500ms (a release)", etcdLeader, holder, handover.Outages)
+	if err != nil {
+		// Go on and cut it anyway: that shows what the yield is for.
+		t.Errorf("the holder %s, whose etcd member leads, did not hand the VIP over: %v", etcdLeader, err)
+		holder = etcdLeader
+	} else {
+		if l := handover.Longest(); l > 500*time.Millisecond || len(handover.Outages) > 1 {
+			t.Errorf("handing the VIP from %s to %s: outages %+v, want at most one, of at most 500ms", etcdLeader, holder, handover.Outages)
+		}
+		if now := waitEtcdLeader(ctx, t, h); now == holder {
+			t.Fatalf("etcd's leadership moved to the new holder %s meanwhile; the test needs it elsewhere", holder)
+		}
+		t.Logf("VIP handed from %s (etcd leader) to %s; outage %s", etcdLeader, holder, handover.Longest())
 	}
-	if now := waitEtcdLeader(ctx, t, h); now == holder {
-		t.Fatalf("etcd's leadership moved to the new holder %s meanwhile; the test needs it elsewhere", holder)
-	}
-	t.Logf("VIP handed from %s (etcd leader) to %s; outage %s", etcdLeader, holder, handover.Longest())
 
-	// Cut the holder's link 0.9 s after a renewal started: with the defaults a follower
-	// takes over 1.7 s after it saw that renewal.
+	// Cut the holder's link 0.9 s after a renewal was seen: with the defaults a follower
+	// takes over 1.65 s after it saw that renewal, so about 0.75 s after the cut.
 	renewed := waitRenewal(ctx, t, h, etcdLeader, holder.Name())
 	time.Sleep(time.Until(renewed.Add(timing.Defaults().RetryPeriod - 200*time.Millisecond)))
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
