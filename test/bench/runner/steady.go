@@ -69,6 +69,16 @@ func (s Steady) MaxNodeRequests() float64 {
 	return m
 }
 
+// NodeRate is the per-node request rate the steady goal is checked on: the daemons' own
+// count where they keep one (exact, and it includes requests to etcd), else what the API
+// servers served them (less their own traffic, which is bursty: a few tenths of error).
+func (s Steady) NodeRate() float64 {
+	if s.AgentRequestsPerSecond != nil {
+		return s.MaxAgentRequests()
+	}
+	return s.MaxNodeRequests()
+}
+
 // MaxAgentRequests is the largest per-node rate the daemons counted themselves.
 func (s Steady) MaxAgentRequests() float64 {
 	var m float64
