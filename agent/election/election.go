@@ -497,7 +497,7 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 				}
 			}
 		default:
-			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() {
+			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) {
 				return e.observedAt // the holder offers the lead
 			}
 		}
