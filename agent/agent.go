@@ -116,11 +116,13 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	var yield func(bool) bool
 	if etcdLeader != nil {
+		// A leader offers the lead only once the VIP is on its NIC, and only for an IPv4
+		// VIP: the taker's guard then finds it answering and waits until it is gone. An
+		// offer made during the leader's own takeover guard would let both guards pass at
+		// once, and the guard does not probe IPv6. Deferring as a follower is always safe.
+		offerable := address.Is4() || address.Is4In6()
 		yield = func(leading bool) bool {
-			// A leader offers the lead only once the VIP is on its NIC: the taker's guard
-			// then finds it answering and waits until it is gone. An offer made during
-			// the leader's own takeover guard would let both guards pass at once.
-			return etcdLeader.Yield(leading) && (!leading || k.Holding())
+			return etcdLeader.Yield(leading) && (!leading || (offerable && k.Holding()))
 		}
 	}
 	elector, err = election.New(election.Config{
