@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
 
@@ -49,6 +51,10 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	clk := clock.RealClock{}
+	registry, registerer := newRegistry(cfg.NodeName)
+	m := newMetrics(registerer, clk)
+	restConfig.WrapTransport = m.countRequests("apiserver")
 	leases, err := election.NewLeaseClient(restConfig, cfg.LeaseNamespace)
 	if err != nil {
 		return err
@@ -68,9 +74,6 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	defer func() { _ = announcer.Close() }()
 
-	clk := clock.RealClock{}
-	registry, registerer := newRegistry(cfg.NodeName)
-	m := newMetrics(registerer, clk)
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Guard: arp.NewProber(iface, address), Clock: clk, Log: log, Metrics: m,
 		ARPInterval: cfg.ARPInterval,
@@ -81,7 +84,8 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	var elector *election.Elector
 	monitor, err := health.New(health.Config{
 		Client: httpClient, URL: readyzURL(restConfig.Host),
-		Period: cfg.HealthPeriod, Timeout: cfg.HealthTimeout, FailureThreshold: cfg.HealthFailureThreshold,
+		Period: cfg.HealthPeriod, ServedCovers: cfg.RetryPeriod + cfg.HealthPeriod,
+		Timeout: cfg.HealthTimeout, FailureThreshold: cfg.HealthFailureThreshold,
 		UnreadyHold: cfg.UnreadyHold, Clock: clk, Log: log,
 		Observe: func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
 		OnChange: func(s health.Status) {
@@ -105,13 +109,35 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	var leading atomic.Bool
+	etcdLeader, err := newEtcdLeader(cfg, m, clk, log, leading.Load)
+	if err != nil {
+		return err
+	}
+	var yield func(bool) bool
+	if etcdLeader != nil {
+		// A leader offers the lead only once the VIP is on its NIC, and only for an IPv4
+		// VIP: the taker's guard then finds it answering and waits until it is gone. An
+		// offer made during the leader's own takeover guard would let both guards pass at
+		// once, and the guard does not probe IPv6. Deferring as a follower is always safe.
+		offerable := address.Is4() || address.Is4In6()
+		yield = func(leading bool) bool {
+			return etcdLeader.Yield(leading) && (!leading || (offerable && k.Holding()))
+		}
+	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
-		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Clock: clk, Log: log,
+		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Yield: yield, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
-			OnLeading:        k.Leading,
-			OnStoppedLeading: k.Following,
+			OnLeading: func(term timing.Term, newTerm bool) {
+				leading.Store(true)
+				k.Leading(term, newTerm)
+			},
+			OnStoppedLeading: func(reason string) bool {
+				leading.Store(false)
+				return k.Following(reason)
+			},
 			OnNewLeader: func(holder string) {
 				log.V(1).Info("Lease holder changed", "holder", holder)
 			},
@@ -156,6 +182,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		}
 	})
 	wg.Go(func() { monitor.Run(runCtx) })
+	if etcdLeader != nil {
+		wg.Go(func() { etcdLeader.Run(runCtx) })
+	}
 	wg.Go(func() { k.Run(runCtx) })
 	wg.Go(func() {
 		electionErr = elector.Run(runCtx)
@@ -174,6 +203,39 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return electionErr
 	}
 	return nil
+}
+
+// etcdConfirm is how long after a read that first found the local etcd member leading
+// a second one must still find it leading before the node yields the VIP: an etcd
+// election that passes through this member for a moment never moves the VIP.
+const etcdConfirm = 5 * time.Second
+
+// etcdFollowerPeriod is how often a node that does not lead reads its etcd member's
+// leadership: after a failure moved etcd's leadership, the next takeover must already know
+// whom to leave the Lease to.
+const etcdFollowerPeriod = 2 * time.Second
+
+// newEtcdLeader returns the reader of the local etcd member's leadership, or nil when
+// --etcd-metrics-url is empty.
+func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger, leading func() bool) (*health.EtcdLeader, error) {
+	if cfg.EtcdMetricsURL == "" {
+		return nil, nil
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = nil // the member is on this node
+	client := &http.Client{Transport: m.countRequests("etcd")(transport)}
+	return health.NewEtcdLeader(health.EtcdLeaderConfig{
+		Client: client, URL: cfg.EtcdMetricsURL, Period: cfg.EtcdCheckPeriod, FollowerPeriod: etcdFollowerPeriod,
+		Leading: leading, Confirm: etcdConfirm,
+		Timeout: cfg.HealthTimeout, Clock: clk, Log: log.WithValues("etcd", cfg.EtcdMetricsURL),
+		Observe: func(leads bool, _ error) {
+			if leads {
+				m.etcdLeader.Set(1)
+			} else {
+				m.etcdLeader.Set(0)
+			}
+		},
+	})
 }
 
 // removeStaleVIP removes a VIP left behind by an earlier run, unless this node holds the

@@ -54,6 +54,12 @@ type Config struct {
 	// UnreadyHold is how long the holder keeps the VIP after its kube-apiserver stopped
 	// being ready without refusing connections (health.Config.UnreadyHold).
 	UnreadyHold time.Duration
+	// EtcdMetricsURL is the local etcd member's metrics URL (plain HTTP, no credentials);
+	// empty turns the etcd-leader yield off. A node whose etcd member leads leaves the VIP
+	// to another node that can take it (election.Config.Yield).
+	EtcdMetricsURL string
+	// EtcdCheckPeriod is the interval of the reads of EtcdMetricsURL.
+	EtcdCheckPeriod time.Duration
 	// MetricsAddress serves /metrics, /healthz and /readyz.
 	MetricsAddress string
 }
@@ -77,6 +83,8 @@ func DefaultConfig() Config {
 		HealthTimeout:          500 * time.Millisecond,
 		HealthFailureThreshold: 3,
 		UnreadyHold:            5 * time.Second,
+		EtcdMetricsURL:         "http://127.0.0.1:2381/metrics",
+		EtcdCheckPeriod:        20 * time.Second,
 		MetricsAddress:         "127.0.0.1:9482",
 	}
 }
@@ -134,6 +142,14 @@ func (c *Config) Validate() error {
 	}
 	if c.UnreadyHold < 0 {
 		add("--unready-hold (%s) must not be negative", c.UnreadyHold)
+	}
+	if c.EtcdMetricsURL != "" {
+		if u, err := url.Parse(c.EtcdMetricsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("--etcd-metrics-url %q must be an http(s) URL, or empty to turn the etcd-leader yield off", c.EtcdMetricsURL)
+		}
+		if c.EtcdCheckPeriod < time.Second {
+			add("--etcd-check-period (%s) must be at least 1s", c.EtcdCheckPeriod)
+		}
 	}
 	if c.MetricsAddress == "" {
 		add("--metrics-address must not be empty")

@@ -32,12 +32,14 @@ func TestValidateExplainsEveryProblem(t *testing.T) {
 		"no node name":                   {func(c *Config) { c.NodeName = "" }, "--node-name is required"},
 		"bad vip":                        {func(c *Config) { c.VIP = "198.18.0.300" }, `--vip "198.18.0.300" is not an IP address`},
 		"loopback vip":                   {func(c *Config) { c.VIP = "127.0.0.1" }, "must be a unicast address"},
-		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.5s) must exceed the renew deadline (2s)"},
+		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.65s) must exceed the renew deadline (2s)"},
 		"fractional lifetime":            {func(c *Config) { c.VIPLifetime = 1500 * time.Millisecond }, "whole number of seconds"},
-		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second }, "--vip-lifetime (2s) must be at most the lease duration (1.5s)"},
+		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second }, "--vip-lifetime (2s) must be at most the lease duration (1.65s)"},
 		"http url":                       {func(c *Config) { c.APIServerURL = "http://127.0.0.1:6443" }, "must be an https URL"},
 		"zero threshold":                 {func(c *Config) { c.HealthFailureThreshold = 0 }, "--health-failure-threshold at least 1"},
 		"tiny arp interval":              {func(c *Config) { c.ARPInterval = time.Millisecond }, "--arp-interval"},
+		"etcd metrics url not http":      {func(c *Config) { c.EtcdMetricsURL = "127.0.0.1:2381" }, `--etcd-metrics-url "127.0.0.1:2381" must be an http(s) URL`},
+		"etcd check period too short":    {func(c *Config) { c.EtcdCheckPeriod = 100 * time.Millisecond }, "--etcd-check-period (100ms) must be at least 1s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := validConfig()
@@ -58,5 +60,15 @@ func TestReadyzURL(t *testing.T) {
 		if got := readyzURL(in); got != want {
 			t.Errorf("readyzURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An empty --etcd-metrics-url turns the etcd-leader yield off; its period then does not
+// matter.
+func TestEmptyEtcdMetricsURLIsValid(t *testing.T) {
+	c := validConfig()
+	c.EtcdMetricsURL, c.EtcdCheckPeriod = "", 0
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
 	}
 }

@@ -104,6 +104,14 @@ func newKeeper(o keeperOptions) *keeper {
 	}
 }
 
+// Holding reports whether this node leads and the VIP is on its NIC in the current term
+// (the takeover guard let it on).
+func (k *keeper) Holding() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.leading && k.present
+}
+
 // Leading is the election's OnLeading callback: the current term is now term.
 func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	k.mu.Lock()

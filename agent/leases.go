@@ -73,6 +73,11 @@ func (r *reportingLeases) Watch(ctx context.Context, opts metav1.ListOptions) (w
 	go func() {
 		defer close(out)
 		for ev := range w.ResultChan() {
+			if ev.Type != watch.Error {
+				// The API server delivered a change: it serves and reaches etcd. On a
+				// follower, the leader's renewals arriving this way replace the probes.
+				r.signals.Served()
+			}
 			select {
 			case out <- ev:
 			case <-ctx.Done():

@@ -65,6 +65,9 @@ func TestLeaseRequestsSignalTheHealthMonitor(t *testing.T) {
 	if ev := <-w.ResultChan(); ev.Type != watch.Modified {
 		t.Fatalf("event %v not forwarded", ev.Type)
 	}
+	if sig.served.Load() != 3 {
+		t.Fatalf("served=%d: a watch event (on a follower, the leader's renewal) must stand in for a probe", sig.served.Load())
+	}
 	stub.watcher.Stop() // the API server closed the connection
 	deadline := time.Now().Add(2 * time.Second)
 	for sig.probeNow.Load() != 2 {

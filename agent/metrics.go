@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"net/http"
 	"sync"
 	"time"
 
@@ -40,6 +41,11 @@ type metrics struct {
 	// answering for the VIP; vipHeldElsewhere is 1 while this leader waits for that.
 	takeoverWaits    prometheus.Counter
 	vipHeldElsewhere prometheus.Gauge
+	// requests counts every HTTP request the agent sends, by target (apiserver, etcd): the
+	// request budget of docs/agent.md.
+	requests *prometheus.CounterVec
+	// etcdLeader is 1 while the local etcd member leads (confirmed), else 0.
+	etcdLeader       prometheus.Gauge
 	clock            clock.PassiveClock
 	mu               sync.Mutex
 	lastTransitionAt time.Time
@@ -67,6 +73,11 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			Help: "Probes of the takeover guard that found another host still answering ARP for the VIP, so that this leader did not add it yet."}),
 		vipHeldElsewhere: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "vip_held_elsewhere",
 			Help: "1 while this node leads but another host still answers ARP for the VIP (a crashed or frozen former holder until the kernel removes its address, or a host that must not have it), else 0."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
+			Help: "HTTP requests this agent sent, by target: apiserver (Lease requests, watches, /readyz probes, through any kube-apiserver) and etcd (reads of the local etcd member's metrics)."},
+			[]string{"target"}),
+		etcdLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "etcd_leader",
+			Help: "1 while the local etcd member leads the etcd cluster (confirmed by two reads), so that this node leaves the VIP to another one, else 0."}),
 		clock:            clk,
 		lastTransitionAt: clk.Now(),
 	}
@@ -77,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, since)
 	return m
 }
 
@@ -90,5 +101,24 @@ func (m *metrics) transition(leading bool) {
 		m.isLeader.Set(1)
 	} else {
 		m.isLeader.Set(0)
+	}
+}
+
+// countingTransport counts every request it sends in a counter.
+type countingTransport struct {
+	next    http.RoundTripper
+	counter prometheus.Counter
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.counter.Inc()
+	return c.next.RoundTrip(req)
+}
+
+// countRequests wraps a transport so that its requests count as target's.
+func (m *metrics) countRequests(target string) func(http.RoundTripper) http.RoundTripper {
+	counter := m.requests.WithLabelValues(target)
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: next, counter: counter}
 	}
 }

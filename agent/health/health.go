@@ -37,6 +37,12 @@ type Config struct {
 	URL string
 	// Period is the interval between probes.
 	Period time.Duration
+	// ServedCovers is how long a request the API server served for this agent (Served: a
+	// Lease write, a watch event) stands in for a probe: a scheduled probe is skipped while
+	// the last one is younger. Zero means Period. The agent sets it to its retry period plus
+	// Period, so that a leader's renewals and a follower's watch events (one per renewal)
+	// replace the probes entirely while they come.
+	ServedCovers time.Duration
 	// Timeout bounds one probe.
 	Timeout time.Duration
 	// FailureThreshold is the number of consecutive failed probes that make the API
@@ -92,6 +98,9 @@ func New(cfg Config) (*Monitor, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.ServedCovers <= 0 {
+		cfg.ServedCovers = cfg.Period
 	}
 	return &Monitor{cfg: cfg, linkOK: true, probeNow: make(chan struct{}, 1)}, nil
 }
@@ -161,7 +170,7 @@ func (m *Monitor) Served() {
 }
 
 // Run probes until ctx is done: every period, unless the API server served a request
-// within it, and at once on ProbeNow.
+// within ServedCovers, and at once on ProbeNow.
 func (m *Monitor) Run(ctx context.Context) {
 	t := m.cfg.Clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
@@ -174,7 +183,7 @@ func (m *Monitor) Run(ctx context.Context) {
 			m.probeOnce(ctx)
 		case <-t.C():
 			m.mu.Lock()
-			recent := !m.lastServed.IsZero() && m.cfg.Clock.Since(m.lastServed) < m.cfg.Period && m.apiOK
+			recent := !m.lastServed.IsZero() && m.cfg.Clock.Since(m.lastServed) < m.cfg.ServedCovers && m.apiOK
 			m.mu.Unlock()
 			if !recent {
 				m.probeOnce(ctx)

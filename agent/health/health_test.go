@@ -100,15 +100,7 @@ func TestLinkDownIsUnhealthyAtOnce(t *testing.T) {
 	api.code.Store(http.StatusOK)
 	srv := httptest.NewTLSServer(api)
 	defer srv.Close()
-	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: 10 * time.Millisecond,
-		Timeout: 200 * time.Millisecond, FailureThreshold: 2, Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go m.Run(ctx)
-	eventually(t, "healthy", m.Healthy)
+	m := startHealthy(t, srv, Config{Period: 10 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 2})
 	m.SetLink(false)
 	if m.Healthy() {
 		t.Fatal("healthy with the interface down")
@@ -283,4 +275,47 @@ func TestUnreadyHolderKeepsTheVIPForTheHold(t *testing.T) {
 	if m.Holdable() {
 		t.Fatal("holdable with the interface down")
 	}
+}
+
+// A served request stands in for a probe for ServedCovers, which may be longer than the
+// period: a leader whose renewals (or a follower whose watch events) come a little less
+// often than the probe period sends no probe at all.
+func TestServedRequestsCoverLongerThanAPeriod(t *testing.T) {
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	defer srv.Close()
+	count := func(covers time.Duration) int32 {
+		var probes atomic.Int32
+		m := startHealthy(t, srv, Config{Period: 20 * time.Millisecond, ServedCovers: covers,
+			Timeout: 200 * time.Millisecond, FailureThreshold: 1, Observe: func(time.Duration, bool) { probes.Add(1) }})
+		before := probes.Load()
+		// Served every 30 ms for 600 ms: less often than the 20 ms period.
+		for end := time.Now().Add(600 * time.Millisecond); time.Now().Before(end); time.Sleep(30 * time.Millisecond) {
+			m.Served()
+		}
+		return probes.Load() - before
+	}
+	if n := count(0); n < 5 {
+		t.Fatalf("%d probes with ServedCovers = Period; the comparison needs some", n)
+	}
+	if n := count(80 * time.Millisecond); n > 1 {
+		t.Fatalf("%d probes in 600 ms while requests were served every 30 ms and cover 80 ms; want none", n)
+	}
+}
+
+// startHealthy runs a Monitor of cfg against srv's /readyz until the test ends and waits
+// until it is healthy.
+func startHealthy(t *testing.T, srv *httptest.Server, cfg Config) *Monitor {
+	t.Helper()
+	cfg.Client, cfg.URL, cfg.Log = srv.Client(), srv.URL+"/readyz", logr.Discard()
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go m.Run(ctx)
+	eventually(t, "healthy", m.Healthy)
+	return m
 }

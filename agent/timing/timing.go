@@ -86,12 +86,16 @@ type Timings struct {
 	VIPLifetime time.Duration
 }
 
-// Defaults returns the default timings.
+// Defaults returns the default timings. RetryPeriod is above 1 s so that the leader's node
+// stays within one agent request per second (its renewals, plus a read of the local etcd
+// member's metrics every 20 s; docs/agent.md); LeaseDuration is then near the least the
+// continuity rule of Problems allows (130 ms of renewal budget), and 0.4 s separate the
+// retry period from the renew deadline for a slow write, as before.
 func Defaults() Timings {
 	return Timings{
-		LeaseDuration: 1500 * time.Millisecond,
-		RenewDeadline: 1300 * time.Millisecond,
-		RetryPeriod:   900 * time.Millisecond,
+		LeaseDuration: 1650 * time.Millisecond,
+		RenewDeadline: 1500 * time.Millisecond,
+		RetryPeriod:   1100 * time.Millisecond,
 		VIPLifetime:   time.Second,
 	}
 }

@@ -20,12 +20,12 @@ func TestProblems(t *testing.T) {
 		mutate func(*Timings)
 		field  Field
 	}{
-		"retry not below renew":    {func(t *Timings) { t.RetryPeriod = 1300 * time.Millisecond }, FieldRenewDeadline},
+		"retry not below renew":    {func(t *Timings) { t.RetryPeriod = 1500 * time.Millisecond }, FieldRenewDeadline},
 		"renew not below lease":    {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
 		"fractional lifetime":      {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
 		"lifetime fills the lease": {func(t *Timings) { t.VIPLifetime = 2 * time.Second }, FieldVIPLifetime},
 		"no refresh window":        {func(t *Timings) { t.LeaseDuration = 1350 * time.Millisecond; t.RenewDeadline = 1200 * time.Millisecond }, FieldVIPLifetime},
-		"renewal misses the tick":  {func(t *Timings) { t.RetryPeriod = 1150 * time.Millisecond }, FieldRetryPeriod},
+		"renewal misses the tick":  {func(t *Timings) { t.RetryPeriod = 1200 * time.Millisecond }, FieldRetryPeriod},
 		"zero retry":               {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
 		"no takeover margin":       {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
 		"no time to renew":         {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},

@@ -98,6 +98,8 @@ func bindFlags(fs *pflag.FlagSet, cfg *agent.Config, logLevel *string, showVersi
 	fs.DurationVar(&cfg.HealthTimeout, "health-timeout", cfg.HealthTimeout, "Timeout of one probe.")
 	fs.IntVar(&cfg.HealthFailureThreshold, "health-failure-threshold", cfg.HealthFailureThreshold, "Consecutive failed probes after which the node gives up the VIP.")
 	fs.DurationVar(&cfg.UnreadyHold, "unready-hold", cfg.UnreadyHold, "How long the VIP holder keeps the VIP after its kube-apiserver stopped being ready without refusing connections (0: give it up at once).")
+	fs.StringVar(&cfg.EtcdMetricsURL, "etcd-metrics-url", cfg.EtcdMetricsURL, "Metrics URL of this node's etcd member (plain HTTP, no credentials; gardenadm's etcd serves it on localhost:2381). While that member leads the etcd cluster, this node leaves the VIP to another node that can take it. Empty: off.")
+	fs.DurationVar(&cfg.EtcdCheckPeriod, "etcd-check-period", cfg.EtcdCheckPeriod, "Interval of the reads of --etcd-metrics-url (one more read 5s after one that found the member leading).")
 	fs.StringVar(&cfg.MetricsAddress, "metrics-address", cfg.MetricsAddress, "Address for /metrics, /healthz and /readyz.")
 	fs.StringVar(logLevel, "log-level", "info", "Log level: debug, info or error.")
 	fs.BoolVar(showVersion, "version", false, "Print the version and exit.")

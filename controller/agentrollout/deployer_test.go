@@ -32,7 +32,7 @@ func TestPodCannotHoldVIP(t *testing.T) {
 	}{
 		{"running pod", &corev1.Pod{}, time.Hour, false},
 		{"within grace and lease", pod(), 6 * time.Second, false},
-		{"after grace and default lease", pod(), 6600 * time.Millisecond, true},
+		{"after grace and default lease", pod(), 6800 * time.Millisecond, true},
 		{"longer configured lease", pod("--lease-duration=30s"), 20 * time.Second, false},
 		{"after longer configured lease", pod("--lease-duration=30s"), 36 * time.Second, true},
 		{"longer VIP lifetime", pod("--vip-lifetime=10s"), 12 * time.Second, false},

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-
-	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 const (
@@ -44,14 +42,14 @@ type KubeVIPTimings struct {
 	LeaseDuration, RenewDeadline, RetryPeriod int
 }
 
-// kubeVIPTimings maps the agent timings of the provider config (or kube-vip-agent's
-// defaults) to kube-vip's whole seconds. Each is rounded up, so that no timing becomes
-// shorter than asked (and none zero). Then, as client-go's leader election requires,
-// RenewDeadline is raised above 1.2 x RetryPeriod and LeaseDuration above RenewDeadline.
-// kube-vip-agent's defaults 1.5s/1.3s/0.9s become 3/2/1.
+// kubeVIPTimings maps the agent timings of the provider config to kube-vip's whole
+// seconds; a timing the provider config leaves unset is 3 s / 2 s / 1 s (the closest to
+// kube-vip-agent's sub-second defaults that client-go accepts). Each is rounded up, so
+// that no timing becomes shorter than asked (and none zero). Then, as client-go's leader
+// election requires, RenewDeadline is raised above 1.2 x RetryPeriod and LeaseDuration
+// above RenewDeadline.
 func kubeVIPTimings(spec Spec) KubeVIPTimings {
-	def := timing.Defaults()
-	lease, renew, retry := def.LeaseDuration, def.RenewDeadline, def.RetryPeriod
+	lease, renew, retry := 3*time.Second, 2*time.Second, time.Second
 	if a := spec.Agent; a != nil {
 		lease = durationOr(a.LeaseDuration, lease)
 		renew = durationOr(a.RenewDeadline, renew)

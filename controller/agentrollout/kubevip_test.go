@@ -32,7 +32,7 @@ func TestKubeVIPTimings(t *testing.T) {
 		agent *v1alpha1.AgentConfig
 		want  KubeVIPTimings
 	}{
-		{"kube-vip-agent defaults 1.5s/1.3s/0.9s", nil, KubeVIPTimings{3, 2, 1}},
+		{"unset: 3/2/1", nil, KubeVIPTimings{3, 2, 1}},
 		{"whole seconds kept", &v1alpha1.AgentConfig{LeaseDuration: dur(5 * time.Second), RenewDeadline: dur(3 * time.Second), RetryPeriod: dur(time.Second)}, KubeVIPTimings{5, 3, 1}},
 		{"rounded up", &v1alpha1.AgentConfig{LeaseDuration: dur(4200 * time.Millisecond), RenewDeadline: dur(2100 * time.Millisecond), RetryPeriod: dur(300 * time.Millisecond)}, KubeVIPTimings{5, 3, 1}},
 		{"renew raised above 1.2 x retry", &v1alpha1.AgentConfig{LeaseDuration: dur(20 * time.Second), RenewDeadline: dur(5500 * time.Millisecond), RetryPeriod: dur(5 * time.Second)}, KubeVIPTimings{20, 7, 5}},

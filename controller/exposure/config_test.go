@@ -95,7 +95,7 @@ func TestValidate(t *testing.T) {
 		{"malformed ip", v1alpha1.ExposureConfig{VIPAddress: new("198.18.0.300"), FloatingIP: new("x")}, []string{"spec.providerConfig.floatingIP", "spec.providerConfig.vipAddress"}},
 		{"pool twice", v1alpha1.ExposureConfig{FloatingPoolName: new("a"), FloatingNetworkID: new("b")}, []string{"spec.providerConfig.floatingNetworkID"}},
 		{"floating ip with internal only", v1alpha1.ExposureConfig{FloatingIP: new("198.19.0.5"), InternalOnly: new(true)}, []string{"spec.providerConfig.floatingIP"}},
-		{"retry not below renew", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RetryPeriod: d("1.3s")}}, []string{"spec.providerConfig.agent.renewDeadline"}},
+		{"retry not below renew", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RetryPeriod: d("1.5s")}}, []string{"spec.providerConfig.agent.renewDeadline"}},
 		{"renew not below lease", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RenewDeadline: d("1.4s"), LeaseDuration: d("1.4s")}}, []string{"spec.providerConfig.agent.leaseDuration"}},
 		{"lifetime fills the term", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{VIPLifetime: d("2s")}}, []string{"spec.providerConfig.agent.vipLifetime"}},
 		{"lifetime fraction", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{VIPLifetime: d("1500ms")}}, []string{"spec.providerConfig.agent.vipLifetime"}},

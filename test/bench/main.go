@@ -46,6 +46,7 @@ type options struct {
 	keepalivedAdv   time.Duration
 	skipController  bool
 	verbose         bool
+	noEtcdYield     bool
 	noFailoverLimit int
 	from            string
 	logs            string
@@ -67,6 +68,7 @@ func main() {
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
+	flag.BoolVar(&o.noEtcdYield, "no-etcd-yield", false, "run ours without the etcd-leader yield (--etcd-metrics-url=\"\"), to compare")
 	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
 	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
@@ -148,7 +150,7 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
-		return runSoak(ctx, log, r, h, sut.Agent{Path: bins.agent}, scenarios, o.soak, filepath.Join(out, "work"), out)
+		return runSoak(ctx, log, r, h, sut.Agent{Path: bins.agent, NoEtcdYield: o.noEtcdYield}, scenarios, o.soak, filepath.Join(out, "work"), out)
 	}
 	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
 	if err != nil {
@@ -289,7 +291,7 @@ func selectSystems(o options, b binaries) ([]plannedSystem, error) {
 		return o.reducedRuns
 	}
 	all := []plannedSystem{
-		{sys: sut.Agent{Path: b.agent}, runs: full},
+		{sys: sut.Agent{Path: b.agent, NoEtcdYield: o.noEtcdYield}, runs: full},
 		{sys: sut.KubeVIP{Path: b.kubeVIP, Variant: "defaults"}, runs: full},
 		// Our timings are 1.5s/1.3s/0.9s; kube-vip takes whole seconds and client-go wants
 		// renew > 1.2 x retry, so 2/1/1 is refused and 3/2/1 is the closest it runs.

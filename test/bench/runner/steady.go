@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +46,11 @@ type Steady struct {
 	// node's apiserver only, so this is its request rate: probes, Lease reads, writes and
 	// watches together.
 	NodeRequestsPerSecond []float64 `json:"nodeRequestsPerSecond,omitempty"`
+	// AgentRequestsPerSecond is, per node in node order, the requests per second the
+	// daemon itself counted during the window (kube_vip_agent_requests_total on its
+	// metrics address: every HTTP request to any kube-apiserver and to the local etcd
+	// member's metrics); nil for systems without that counter.
+	AgentRequestsPerSecond []float64 `json:"agentRequestsPerSecond,omitempty"`
 	// CPUMillicores is, per node in node order, the CPU time of the daemon's process group
 	// during the window, in thousandths of a core.
 	CPUMillicores []float64 `json:"cpuMillicores,omitempty"`
@@ -60,6 +67,63 @@ func (s Steady) MaxNodeRequests() float64 {
 		m = max(m, r)
 	}
 	return m
+}
+
+// NodeRate is the per-node request rate the steady goal is checked on: the daemons' own
+// count where they keep one (exact, and it includes requests to etcd), else what the API
+// servers served them (less their own traffic, which is bursty: a few tenths of error).
+func (s Steady) NodeRate() float64 {
+	if s.AgentRequestsPerSecond != nil {
+		return s.MaxAgentRequests()
+	}
+	return s.MaxNodeRequests()
+}
+
+// MaxAgentRequests is the largest per-node rate the daemons counted themselves.
+func (s Steady) MaxAgentRequests() float64 {
+	var m float64
+	for _, r := range s.AgentRequestsPerSecond {
+		m = max(m, r)
+	}
+	return m
+}
+
+// agentMetricsURL is where kube-vip-agent serves its metrics inside each node (its default
+// --metrics-address).
+const agentMetricsURL = "http://127.0.0.1:9482/metrics"
+
+// agentRequests returns, per node, kube-vip-agent's own count of its requests; nil if a
+// node's daemon does not serve it (another system).
+func (r *Runner) agentRequests(ctx context.Context) []float64 {
+	var out []float64
+	for _, n := range r.h.Nodes() {
+		raw, err := get(ctx, n.HTTPClient(2*time.Second, &http.Transport{}), agentMetricsURL)
+		if err != nil {
+			return nil
+		}
+		v, err := sumCounter(raw, "kube_vip_agent_requests_total", "", "")
+		if err != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // MaxCPU is the largest per-node CPU use, in millicores.
@@ -208,10 +272,12 @@ func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration
 		sampler.Stop()
 		return s, err
 	}
+	agentBefore := r.agentRequests(ctx)
 	start := time.Now()
 	time.Sleep(window)
 	after, err := r.Requests(ctx)
 	elapsed := time.Since(start)
+	agentAfter := r.agentRequests(ctx)
 	sr := sampler.Stop()
 	if err != nil {
 		return s, err
@@ -229,6 +295,11 @@ func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration
 		}
 		s.NodeRequestsPerSecond = append(s.NodeRequestsPerSecond, max(0, v))
 		s.CPUMillicores = append(s.CPUMillicores, 1000*(cpuAfter[i]-cpuBefore[i]).Seconds()/elapsed.Seconds())
+	}
+	if agentBefore != nil && len(agentAfter) == len(agentBefore) {
+		for i := range agentAfter {
+			s.AgentRequestsPerSecond = append(s.AgentRequestsPerSecond, (agentAfter[i]-agentBefore[i])/elapsed.Seconds())
+		}
 	}
 	s.HolderChanges = max(0, len(sr.Changes)-1)
 	for i := range d.nodes {

@@ -18,14 +18,27 @@ type Agent struct {
 	Path string
 	// Timeout overrides the scenario timeout; zero means 15s.
 	Timeout time.Duration
+	// NoEtcdYield turns the etcd-leader yield off (--etcd-metrics-url=""), to show what it
+	// changes. With it on, the agent reads the harness's etcd member at
+	// http://127.0.0.1:2379/metrics: the harness's etcd serves its metrics on the plain-HTTP
+	// client listener, gardenadm's on a metrics listener of its own (localhost:2381, the
+	// agent's default).
+	NoEtcdYield bool
 }
+
+// EtcdMetricsURL is where the harness's etcd members serve their metrics.
+const EtcdMetricsURL = "http://127.0.0.1:2379/metrics"
 
 // Name implements System.
 func (a Agent) Name() string { return "ours" }
 
 // Describe implements System.
 func (a Agent) Describe() string {
-	return "kube-vip-agent, defaults: lease 1.5s/renew 1.3s/retry 0.9s, VIP lifetime 1s, /readyz probe 250ms x3"
+	d := "kube-vip-agent, defaults (docs/design.md), etcd-leader yield on"
+	if a.NoEtcdYield {
+		d = "kube-vip-agent, defaults (docs/design.md), etcd-leader yield off"
+	}
+	return d
 }
 
 // Binary implements System.
@@ -52,6 +65,10 @@ func (a Agent) Prepare(c Cluster, i int, _ string) (Command, error) {
 	for _, p := range c.Nodes {
 		peers = append(peers, "https://"+netip.AddrPortFrom(p.IP, 6443).String())
 	}
+	etcd := EtcdMetricsURL
+	if a.NoEtcdYield {
+		etcd = ""
+	}
 	return Command{
 		Path: a.Path,
 		Args: []string{
@@ -60,6 +77,7 @@ func (a Agent) Prepare(c Cluster, i int, _ string) (Command, error) {
 			"--interface=" + n.Interface,
 			"--kubeconfig=" + n.Kubeconfig,
 			"--peer-apiserver-urls=" + strings.Join(peers, ","),
+			"--etcd-metrics-url=" + etcd,
 		},
 	}, nil
 }

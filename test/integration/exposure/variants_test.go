@@ -136,7 +136,7 @@ func TestErrorsInStatus(t *testing.T) {
 		{name: "port out of range", port: 70000, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "70000"},
 		{name: "missing network", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "network 00000000-0000-0000-0000-000000000000 does not exist"},
 		{name: "missing subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "subnet"},
-		{name: "agent timings that allow two holders", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"renewDeadline":"1450ms"}}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "agent."},
+		{name: "agent timings that allow two holders", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"renewDeadline":"1600ms"}}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "agent."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			identity := useIdentity(t, ctx, e)
