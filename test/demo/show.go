@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
@@ -41,25 +42,9 @@ func (d *demo) proveAPI(ctx context.Context) error {
 	cfg := h.Nodes()[0].RESTConfig()
 	cfg.Host = "https://" + netip.AddrPortFrom(h.VIP(), extension.APIServerPort).String()
 	cfg.Dial = h.Client().DialContext
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("client for the VIP: %w", err)
+	if err := d.callAPI(ctx, cfg, fmt.Sprintf("%s (%s)", h.Client().Namespace(), h.Client().IP()), "GET"); err != nil {
+		return err
 	}
-	start := time.Now()
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("GET %s/readyz from the client namespace: %w", cfg.Host, err)
-	}
-	d.out.Printf("GET %s/readyz from %s (%s): %q in %s", cfg.Host, h.Client().Namespace(), h.Client().IP(), strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing Nodes through the VIP: %w", err)
-	}
-	var names []string
-	for _, n := range nodes.Items {
-		names = append(names, n.Name+"("+internalIP(&n)+")")
-	}
-	d.out.Printf("kubectl-equivalent 'get nodes' through the VIP: %s", strings.Join(names, " "))
 	neigh, ok, err := h.Client().Neighbor(h.VIP())
 	if err == nil && ok {
 		owner := "?"
@@ -111,26 +96,38 @@ func (d *demo) proveFrontDoor(ctx context.Context) error {
 	cfg.Host = "https://" + net.JoinHostPort(d.ingress(), fmt.Sprint(extension.APIServerPort))
 	cfg.ServerName = h.VIP().String()
 	cfg.Dial = d.outside.DialContext
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("client for the floating IP: %w", err)
+	if err := d.callAPI(ctx, cfg, fmt.Sprintf("%s (%s, outside)", d.dp.ClientNS, d.dp.ClientIP), "FRONT DOOR: GET"); err != nil {
+		return err
 	}
-	start := time.Now()
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		return fmt.Errorf("GET %s/readyz from the external client namespace: %w", cfg.Host, err)
-	}
-	d.out.Printf("FRONT DOOR: GET %s/readyz from %s (%s, outside): %q in %s, through the Neutron router's DNAT to the VIP",
-		cfg.Host, d.dp.ClientNS, d.dp.ClientIP, strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing Nodes through the floating IP: %w", err)
-	}
-	d.out.Printf("'get nodes' through the floating IP: %d nodes", len(nodes.Items))
 	if out, err := dataplane.Exec(ctx, d.dp.RouterNS, "ip", "neigh", "show", h.VIP().String()); err == nil {
 		d.out.Printf("the router's neighbour entry (namespace %s): %s", d.dp.RouterNS, strings.TrimSpace(out))
 	}
 	return d.writeClientKubeconfig(cfg.Host, cfg.ServerName)
+}
+
+// callAPI calls /readyz and lists the Nodes with the admin identity of cfg, as from says,
+// and prints both.
+func (d *demo) callAPI(ctx context.Context, cfg *rest.Config, from, verb string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	start := time.Now()
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("GET %s/readyz from %s: %w", cfg.Host, from, err)
+	}
+	d.out.Printf("%s %s/readyz from %s: %q in %s", verb, cfg.Host, from, strings.TrimSpace(string(body)), time.Since(start).Round(time.Millisecond))
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing Nodes through %s: %w", cfg.Host, err)
+	}
+	var names []string
+	for _, n := range nodes.Items {
+		names = append(names, n.Name+"("+internalIP(&n)+")")
+	}
+	d.out.Printf("kubectl-equivalent 'get nodes' through %s: %s", cfg.Host, strings.Join(names, " "))
+	return nil
 }
 
 func internalIP(n *corev1.Node) string {
