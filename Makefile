@@ -211,11 +211,13 @@ demo-down:
 .PHONY: e2e
 # The extension as an operator installs it (root; needs the local Keystone + Neutron, which
 # hack/with-openstack.sh starts if they do not run): 3 nodes with their own kubelet and
-# containerd (test/nodes), the controller from its chart, then each scenario (test/e2e).
+# containerd (test/nodes), the controller from its chart, then each scenario (test/e2e); then
+# the scenarios through the floating IP and the Neutron router (test-dataplane).
 e2e:
 	@hack/install-deps.sh
 	hack/build-kube-binaries.sh nodes >/dev/null
-	hack/with-openstack.sh $(GO) test -count=1 -p 1 -timeout 30m $(TEST_FLAGS) ./test/nodes/... ./test/e2e/...
+	rc=0; hack/with-openstack.sh $(GO) test -count=1 -p 1 -timeout 30m $(TEST_FLAGS) ./test/nodes/... ./test/e2e/... || rc=$$?; \
+	$(MAKE) --no-print-directory test-dataplane || rc=1; exit $$rc
 
 .PHONY: bench
 # Failover benchmark (root, ~20 min on 2 cores; brings up Keystone + Neutron for the controller
