@@ -130,7 +130,7 @@ func TestKeystoneCertificateThatDoesNotVerify(t *testing.T) {
 	identity := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, identity, 1)
 	secretName := passwordSecret(t, ctx, e, identity, e.os.Password)
-	setSecretKey(t, ctx, e, secretName, "authURL", front.URL+keystone.Path)
+	setSecretKeys(t, ctx, e, secretName, map[string]string{"authURL": front.URL + keystone.Path})
 	exp := newExposure(exposureOptions{name: identity, nodes: nodes, secretName: secretName})
 	create(t, ctx, e, exp, identity)
 	got := waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorConfigurationProblem)
@@ -142,20 +142,23 @@ func TestKeystoneCertificateThatDoesNotVerify(t *testing.T) {
 	}
 
 	// The operator adds the CA that signed Keystone's certificate.
-	setSecretKey(t, ctx, e, secretName, "caCert", string(caPEM))
+	setSecretKeys(t, ctx, e, secretName, map[string]string{"caCert": string(caPEM)})
 	final := triggerReconcile(t, ctx, e, exp, nil)()
 	if len(final.Status.Ingress) != 1 || len(taggedPorts(t, ctx, e, identity)) != 1 {
 		t.Errorf("after the CA was added: ingress %v, want one floating IP and one VIP port", final.Status.Ingress)
 	}
 }
 
-func setSecretKey(t *testing.T, ctx context.Context, e *sharedEnv, name, key, value string) {
+// setSecretKeys sets keys of the credentials Secret of the exposure name.
+func setSecretKeys(t *testing.T, ctx context.Context, e *sharedEnv, name string, keys map[string]string) {
 	t.Helper()
 	s := &corev1.Secret{}
 	if err := e.cp.Client.Get(ctx, clientKey(name), s); err != nil {
 		t.Fatal(err)
 	}
-	s.Data[key] = []byte(value)
+	for k, v := range keys {
+		s.Data[k] = []byte(v)
+	}
 	if err := e.cp.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}

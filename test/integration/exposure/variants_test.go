@@ -217,15 +217,10 @@ func passwordSecret(t *testing.T, ctx context.Context, e *sharedEnv, identity, p
 
 func addAppCredential(t *testing.T, ctx context.Context, e *sharedEnv, name string) {
 	t.Helper()
-	s := &corev1.Secret{}
-	if err := e.cp.Client.Get(ctx, clientKey(name), s); err != nil {
-		t.Fatal(err)
-	}
-	s.Data["applicationCredentialID"] = []byte(e.os.ApplicationCredentialID)
-	s.Data["applicationCredentialSecret"] = []byte(e.os.ApplicationCredentialSecret)
-	if err := e.cp.Client.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	setSecretKeys(t, ctx, e, name, map[string]string{
+		"applicationCredentialID":     e.os.ApplicationCredentialID,
+		"applicationCredentialSecret": e.os.ApplicationCredentialSecret,
+	})
 }
 
 // freeAddress returns an address of the node subnet outside its allocation pool that no
