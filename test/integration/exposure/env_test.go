@@ -148,6 +148,13 @@ func useIdentity(t *testing.T, ctx context.Context, e *sharedEnv) string {
 	return id
 }
 
+// The first node port's own allowed address pairs, which the extension must keep: a network
+// and a host pair. The host address lies outside the subnet's allocation pool
+// (hack/openstack.sh: .100-.250) and outside freeAddress's range (.30-.89), so that
+// Neutron can never pick it as a VIP: a VIP equal to it would make the pair the VIP's (its
+// older "/32" form), which the extension rewrites.
+var ownPairs = []string{"10.250.0.0/16", "198.18.0.95/32"}
+
 // nodeFixture is a control-plane Node with its own Neutron port.
 type nodeFixture struct {
 	name string
@@ -165,7 +172,9 @@ func createNodes(t *testing.T, ctx context.Context, e *sharedEnv, id string, n i
 		opts := ports.CreateOpts{NetworkID: e.os.NetworkID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
 			FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}}
 		if i == 0 {
-			opts.AllowedAddressPairs = []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.250/32"}}
+			for _, ip := range ownPairs {
+				opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ip})
+			}
 		}
 		p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
 		if err != nil {
