@@ -326,27 +326,27 @@ ip netns exec $DEMO_CLIENT_NS curl -s --cacert $DEMO_CA --resolve $DEMO_VIP:$DEM
 
 # the shoot from a node (its own kube-apiserver)
 ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure,lease,daemonset,pods -o wide
-ip netns exec $DEMO_NODE_NS $KUBECTL -n %[2]s get deployment,pods -o wide
-ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure %[3]s -o yaml
+ip netns exec $DEMO_NODE_NS $KUBECTL -n %[1]s get deployment,pods -o wide
+ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure %[2]s -o yaml
 
 # who holds the VIP, and the agents' metrics (each node namespace)
-for ns in %[4]s; do echo "$ns: $(ip netns exec $ns ip -br addr show eth0)"; done
-ip netns exec %[5]s curl -s 127.0.0.1:9482/metrics | grep '^kube_vip_agent'
+for ns in %[3]s; do echo "$ns: $(ip netns exec $ns ip -br addr show eth0)"; done
+ip netns exec %[4]s curl -s 127.0.0.1:9482/metrics | grep '^kube_vip_agent'
 
 # Neutron (project demo): the VIP port, its floating IP and the node ports' allowed address pairs
-hack/demo.sh neutron '/v2.0/ports?tags=%[6]s'
+hack/demo.sh neutron '/v2.0/ports?tags=%[5]s'
 hack/demo.sh neutron '/v2.0/floatingips'
 hack/demo.sh neutron '/v2.0/ports?device_owner=compute:nova' '.ports[] | {name, fixed_ips, allowed_address_pairs}'
 
 # logs: the demo's, the kubelets' and containerd's (per node), the containers' (pod-logs)
-less %[7]s/demo.log
-ls %[8]s/*/
+less %[6]s/demo.log
+ls %[7]s/*/
 
 # fail over again: delete the leader's agent pod (graceful), or SIGKILL its process (a crash)
-ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system delete pod -l app.kubernetes.io/name=kube-vip-agent --field-selector spec.nodeName=$(ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get lease %[9]s -o jsonpath='{.spec.holderIdentity}')
+ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system delete pod -l app.kubernetes.io/name=kube-vip-agent --field-selector spec.nodeName=$(ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get lease %[8]s -o jsonpath='{.spec.holderIdentity}')
 
 # stop everything (the exposure is deleted through the controller, which releases the Neutron resources)
 make demo-down`,
-		"", extension.ReleaseNamespace, extension.ExposureName, strings.Join(nsList, " "), leaderNS,
+		extension.ReleaseNamespace, extension.ExposureName, strings.Join(nsList, " "), leaderNS,
 		openstack.ClusterTag(d.opts.technicalID), d.opts.stateDir, d.clusterDir(), agentrollout.LeaseName))
 }
