@@ -284,8 +284,37 @@ func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (
 			Endpoints:      []extensionsv1alpha1.ControlPlaneEndpoint{},
 		},
 	}
-	t.Cleanup(func() { forceCleanup(e, id) })
+	t.Cleanup(func() {
+		removeExposure(e, exp)
+		forceCleanup(e, id)
+	})
 	return exp, id
+}
+
+// removeExposure deletes an exposure that a failed test left behind, so that it does not
+// reconcile on in the later tests of the shared environment (with their identities, as
+// long as it recorded none itself): through the controller if it manages within 30 s, else
+// by dropping its finalizers; forceCleanup then removes what it left in Neutron.
+func removeExposure(e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := client.ObjectKeyFromObject(exp)
+	if err := e.cp.Client.Delete(ctx, &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}); apierrors.IsNotFound(err) {
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := e.cp.Client.Get(ctx, key, &extensionsv1alpha1.SelfHostedShootExposure{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err == nil {
+		return
+	}
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if e.cp.Client.Get(ctx, key, current) == nil {
+		patch := client.MergeFrom(current.DeepCopy())
+		current.Finalizers = nil
+		_ = e.cp.Client.Patch(ctx, current, patch)
+	}
 }
 
 // forceCleanup removes whatever a failed test left in Neutron for the identity, and the
@@ -392,7 +421,11 @@ func assertExact(t *testing.T, ctx context.Context, e *sharedEnv, identity strin
 	t.Helper()
 	ps, fips := mustLeftovers(t, ctx, e, identity)
 	if len(ps) != 1 || len(fips) != 1 {
-		t.Fatalf("Neutron holds %d VIP ports and %d floating IPs of the cluster, want 1 and 1", len(ps), len(fips))
+		var found []string
+		for _, f := range fips {
+			found = append(found, fmt.Sprintf("%s on port %q (%s)", f.FloatingIP, f.PortID, f.Description))
+		}
+		t.Fatalf("Neutron holds %d VIP ports and %d floating IPs of the cluster, want 1 and 1: %v", len(ps), len(fips), found)
 	}
 	if fips[0].PortID != ps[0].ID {
 		t.Errorf("the floating IP is on port %q, not on the VIP port %s", fips[0].PortID, ps[0].ID)
