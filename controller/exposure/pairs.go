@@ -193,8 +193,11 @@ func (a *Actuator) removePairLabels(ctx context.Context, log logr.Logger, vip st
 }
 
 // patchPairLabel sets (value != nil) or removes the pair label of the Node name with the
-// given UID. A Node that is gone, or was re-created meanwhile (the UID precondition
-// fails), is left alone: the Node event of the new one brings its own sync.
+// given UID. A Node that is gone, or was re-created meanwhile, is left alone: the Node
+// event of the new one brings its own sync. The UID in the merge patch is the
+// precondition: for another object of the same name the API server refuses it as an
+// invalid change of the immutable metadata.uid (422; checked against kube-apiserver
+// v1.36), and the patch changes nothing else that could be invalid.
 func (a *Actuator) patchPairLabel(ctx context.Context, name string, uid types.UID, value *string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":    uid,
@@ -205,7 +208,7 @@ func (a *Actuator) patchPairLabel(ctx context.Context, name string, uid types.UI
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	err = a.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if err != nil {

@@ -31,6 +31,8 @@ import (
 func TestRouterNodeJoin(t *testing.T) {
 	f, ctx := scenario(t)
 	holder, st := f.deployed(t, ctx)
+	begin := time.Now()
+	defer func() { t.Logf("the join scenario took %s", time.Since(begin).Round(time.Second)) }()
 	var joiner *netns.Node
 	for _, n := range f.cluster.Net().Nodes() {
 		if n != holder {
