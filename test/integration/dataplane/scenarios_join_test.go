@@ -27,7 +27,9 @@ import (
 // and black-hole the front door). Once the controller runs, the port gets the pair, then
 // the node the pair label, then the agent its pod. With the other agents' pods deleted,
 // the joined node's agent becomes the holder, and the external client reaches the
-// kube-apiserver through the floating IP on it.
+// kube-apiserver through the floating IP on it. (The file sorts after nic_test.go, whose
+// test plugs its own namespaces into the node ports and must run before the package's
+// cluster exists.)
 func TestRouterNodeJoin(t *testing.T) {
 	f, ctx := scenario(t)
 	holder, st := f.deployed(t, ctx)
