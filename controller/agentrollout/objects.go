@@ -193,14 +193,15 @@ func netAdminSecurityContext() *corev1ac.SecurityContextApplyConfiguration {
 // daemonSet is the DaemonSet of the chosen implementation.
 func (s Spec) daemonSet() *appsv1ac.DaemonSetApplyConfiguration {
 	if s.implementation() == v1alpha1.AgentImplementationKubeVIP {
-		return kubeVIPNames().daemonSet(s.Namespace, kubeVIPContainer(s))
+		return kubeVIPNames().daemonSet(s.Namespace, s.VIP, kubeVIPContainer(s))
 	}
-	return kubeVIPAgentNames().daemonSet(s.Namespace, container(s))
+	return kubeVIPAgentNames().daemonSet(s.Namespace, s.VIP, container(s))
 }
 
-// daemonSet runs ctr on every control-plane node, in the host's network namespace, with
-// the implementation's ServiceAccount.
-func (o objectNames) daemonSet(namespace string, ctr *corev1ac.ContainerApplyConfiguration) *appsv1ac.DaemonSetApplyConfiguration {
+// daemonSet runs ctr on every control-plane node whose Neutron port carries the VIP pair
+// (the controller's PairLabel), in the host's network namespace, with the
+// implementation's ServiceAccount.
+func (o objectNames) daemonSet(namespace, vip string, ctr *corev1ac.ContainerApplyConfiguration) *appsv1ac.DaemonSetApplyConfiguration {
 	return appsv1ac.DaemonSet(o.name, namespace).
 		WithLabels(o.labels()).
 		WithSpec(appsv1ac.DaemonSetSpec().
@@ -225,9 +226,15 @@ func (o objectNames) daemonSet(namespace string, ctr *corev1ac.ContainerApplyCon
 						WithNodeAffinity(corev1ac.NodeAffinity().
 							WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.NodeSelector().
 								WithNodeSelectorTerms(corev1ac.NodeSelectorTerm().
-									WithMatchExpressions(corev1ac.NodeSelectorRequirement().
-										WithKey(v1beta1constants.LabelNodeRoleControlPlane).
-										WithOperator(corev1.NodeSelectorOpExists)))))).
+									WithMatchExpressions(
+										corev1ac.NodeSelectorRequirement().
+											WithKey(v1beta1constants.LabelNodeRoleControlPlane).
+											WithOperator(corev1.NodeSelectorOpExists),
+										// No agent before the pair: see PairLabel.
+										corev1ac.NodeSelectorRequirement().
+											WithKey(PairLabel).
+											WithOperator(corev1.NodeSelectorOpIn).
+											WithValues(PairLabelValue(vip))))))).
 					WithTolerations(tolerations()...).
 					WithContainers(ctr))))
 }

@@ -12,6 +12,7 @@
 package agentrollout
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -37,6 +38,14 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "gardener-extension-kube-vip"
+
+	// PairLabel is the Node label the controller sets once the node's Neutron port carries
+	// the VIP as an allowed address pair (or has port security disabled and needs none),
+	// and removes after it released the pair. Both agent DaemonSets require it with the
+	// value PairLabelValue(VIP), besides the control-plane label, so that no agent pod
+	// starts on a node, and can win the Lease there, before port security lets the VIP
+	// through.
+	PairLabel = "kube-vip.extensions.gardener.cloud/vip-pair"
 
 	// MetricsPort is the port of the agent's /metrics, /healthz and /readyz on 127.0.0.1.
 	MetricsPort = 9482
@@ -174,4 +183,15 @@ func (s Spec) args() []string {
 		}
 	}
 	return args
+}
+
+// PairLabelValue is the value of PairLabel for a VIP: the IPv4 address as it is, an IPv6
+// address as 32 hex digits (a label value cannot hold ':'). It ties the label to the VIP,
+// which never changes during the exposure's life.
+func PairLabelValue(vip string) string {
+	addr, err := netip.ParseAddr(vip)
+	if err != nil || addr.Is4() {
+		return vip
+	}
+	return hex.EncodeToString(addr.AsSlice())
 }

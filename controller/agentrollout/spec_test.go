@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -123,5 +124,23 @@ func TestAgentResourcesKeepTheMargins(t *testing.T) {
 	}
 	if limit, err := resource.ParseQuantity(strings.TrimSuffix(goMem, "B")); err != nil || limit.Cmp(*lim.Memory()) >= 0 {
 		t.Errorf("GOMEMLIMIT %q (%v), want one below the memory limit %s", goMem, err, lim.Memory())
+	}
+}
+
+// TestPairLabelValue: the value is a valid label value for IPv4 and IPv6 VIPs, and two
+// VIPs never share one.
+func TestPairLabelValue(t *testing.T) {
+	for vip, want := range map[string]string{
+		"198.18.0.50":    "198.18.0.50",
+		"fd00::1":        "fd000000000000000000000000000001",
+		"::ffff:1.2.3.4": "00000000000000000000ffff01020304",
+	} {
+		got := PairLabelValue(vip)
+		if got != want {
+			t.Errorf("PairLabelValue(%s) = %q, want %q", vip, got, want)
+		}
+		if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
+			t.Errorf("PairLabelValue(%s) = %q is no label value: %v", vip, got, errs)
+		}
 	}
 }

@@ -215,6 +215,11 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	requested := a.verifications.take(exp.UID)
 	if !requested && status.InputsHash == hash && statusComplete(status, in.config) && status.VerifiedAt != nil && now.Sub(status.VerifiedAt.Time) < a.opts.VerifyInterval {
 		log.V(1).Info("Inputs unchanged and recently verified, no OpenStack call")
+		// The same control-plane Nodes (the hash holds their UIDs) as when the recorded
+		// node ports got the pair: a pair label removed meanwhile comes back.
+		if err := a.syncPairLabels(ctx, log, status.VIPAddress, in.nodes, status.NodePorts, nil); err != nil {
+			return status, internalOnly, err
+		}
 		if err := a.deployAgent(ctx, exp, in, status); err != nil {
 			return status, internalOnly, err
 		}
@@ -338,6 +343,11 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, in, port, created, status) })
 	wg.Go(func() {
 		nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, pairSync{networkID: cfg.NetworkID, vip: vip, vipPortID: port.ID, nodes: in.nodes})
+		if len(in.nodes) > 0 {
+			// Pairs, then labels: the agent DaemonSet, applied after this, runs only on
+			// labelled nodes, so it never starts where port security drops the VIP.
+			pairsErr = errors.Join(pairsErr, a.syncPairLabels(ctx, log, vip, in.nodes, nodePorts, nil))
+		}
 	})
 	wg.Wait()
 	if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {

@@ -47,6 +47,9 @@ func (a *Actuator) Delete(ctx context.Context, log logr.Logger, exp *extensionsv
 			log.Info("Waiting for the kube-vip-agent pods to terminate")
 			return a.finish(exp, errAgentPodsRemain)
 		}
+		if err := a.removeAllPairLabels(ctx, log, exp); err != nil {
+			return a.finish(exp, err)
+		}
 	}
 	return a.finish(exp, a.cleanup(ctx, log, exp, cluster, false))
 }
@@ -77,6 +80,18 @@ func (a *Actuator) agentOfAnother(ctx context.Context, exp *extensionsv1alpha1.S
 	return false, nil
 }
 
+// removeAllPairLabels removes the pair label of the exposure's VIP from every Node. It
+// runs before the pairs are removed: a node without the label runs no agent, so a label
+// must never outlive its pair, while a pair may outlive its label. An exposure that never
+// recorded a VIP labelled nothing.
+func (a *Actuator) removeAllPairLabels(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure) error {
+	status, err := DecodeStatus(exp)
+	if err != nil || status.VIPAddress == "" {
+		return nil
+	}
+	return a.removePairLabels(ctx, log, status.VIPAddress, nil)
+}
+
 // ForceDelete tries the OpenStack cleanup once without waiting for the agent; errors are
 // only logged and never block the deletion.
 func (a *Actuator) ForceDelete(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) error {
@@ -84,6 +99,10 @@ func (a *Actuator) ForceDelete(ctx context.Context, log logr.Logger, exp *extens
 	defer unlock()
 	if _, err := a.opts.Agent.Delete(ctx, exp.Namespace); err != nil {
 		log.Error(err, "Force deletion: could not delete the kube-vip-agent, orphaning it")
+	}
+	// Without the label the DaemonSet controller also deletes agent pods that remain.
+	if err := a.removeAllPairLabels(ctx, log, exp); err != nil {
+		log.Error(err, "Force deletion: the pair label may be left on Nodes")
 	}
 	if err := a.cleanup(ctx, log, exp, cluster, true); err != nil {
 		log.Error(err, "Force deletion: OpenStack resources may be left behind")

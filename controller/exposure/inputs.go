@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
@@ -67,6 +69,11 @@ func (in *inputs) record(reason, format string, args ...any) {
 type controlPlaneNode struct {
 	Name string `json:"name"`
 	IP   string `json:"ip"`
+	// UID tells a Node re-created with the same name from the old one: it is part of the
+	// inputs hash, and the pair label is only ever set on this very object.
+	UID types.UID `json:"uid"`
+	// pairLabel is the Node's current value of agentrollout.PairLabel (not hashed).
+	pairLabel string
 }
 
 // hash fingerprints the inputs; it ends up in status.providerStatus.inputsHash.
@@ -285,7 +292,7 @@ func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, e
 	for _, n := range list.Items {
 		for _, addr := range n.Status.Addresses {
 			if addr.Type == corev1.NodeInternalIP {
-				nodes = append(nodes, controlPlaneNode{Name: n.Name, IP: addr.Address})
+				nodes = append(nodes, controlPlaneNode{Name: n.Name, IP: addr.Address, UID: n.UID, pairLabel: n.Labels[agentrollout.PairLabel]})
 				break
 			}
 		}

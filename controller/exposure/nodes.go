@@ -90,6 +90,9 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		nodes:     nodes,
 		retain:    portIDs(retained),
 	})
+	// Pairs, then labels: a joining node's agent starts only once its port has the pair.
+	labelErr := a.syncPairLabels(ctx, log, status.VIPAddress, nodes, nodePorts, nodeNames(retained))
+	syncErr = errors.Join(syncErr, labelErr)
 	nodePorts = append(nodePorts, retained...)
 	if len(waiting) > 0 {
 		syncErr = errors.Join(syncErr, fmt.Errorf("%w: %v", errAgentStillRuns, waiting))
@@ -171,4 +174,12 @@ func portIDs(nps []v1alpha1.NodePort) []string {
 		ids = append(ids, np.PortID)
 	}
 	return ids
+}
+
+func nodeNames(nps []v1alpha1.NodePort) []string {
+	names := make([]string, 0, len(nps))
+	for _, np := range nps {
+		names = append(names, np.NodeName)
+	}
+	return names
 }

@@ -12,8 +12,6 @@ import (
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -41,11 +39,6 @@ func installed(t *testing.T, ctx context.Context) *extension.Extension {
 	return ext
 }
 
-// newClient is an admin client with the Gardener extension types.
-func newClient() (client.Client, error) {
-	return ext.Client, nil
-}
-
 // exposed creates the exposure if it is not there and waits until it has Succeeded.
 func exposed(t *testing.T, ctx context.Context) *extensionsv1alpha1.SelfHostedShootExposure {
 	t.Helper()
@@ -65,13 +58,6 @@ func controllerLog(ctx context.Context) string { return ext.ControllerLog(ctx) }
 
 // agentsReport is each agent pod's phase and the end of its log, for failure messages.
 func agentsReport(ctx context.Context) string { return ext.AgentsReport(ctx) }
-
-func waitGone(ctx context.Context, cl client.Client, obj client.Object) error {
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := cl.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		return apierrors.IsNotFound(err), nil
-	})
-}
 
 // upgradeAgentImage upgrades the chart to another agent image and has the controller roll
 // the DaemonSet to it.

@@ -129,10 +129,7 @@ type kubeVIPScenario struct {
 // Shoot change.
 func (s *kubeVIPScenario) switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.AgentImplementation) {
 	t.Helper()
-	cl, err := newClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := ext.Client
 	value := "null"
 	if impl != nil {
 		value = strconv.Quote(string(*impl))

@@ -278,14 +278,8 @@ func TestDeleteExposure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := newClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Delete(ctx, exp); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitGone(ctx, cl, exp); err != nil {
+	cl := ext.Client
+	if err := ext.DeleteExposure(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("the exposure was not deleted: %v\n%s", err, controllerLog(ctx))
 	}
 	kube := cluster.Client()

@@ -98,9 +98,14 @@ func TestDeployCreatesObjectsTheAPIServerAccepts(t *testing.T) {
 		t.Errorf("terminationGracePeriodSeconds=%v", pod.TerminationGracePeriodSeconds)
 	}
 	terms := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 ||
+	// The control-plane nodes whose port carries the VIP pair (controller/exposure sets
+	// agentrollout.PairLabel after the pair).
+	if len(terms) != 1 || len(terms[0].MatchExpressions) != 2 ||
 		terms[0].MatchExpressions[0].Key != "node-role.kubernetes.io/control-plane" ||
-		terms[0].MatchExpressions[0].Operator != corev1.NodeSelectorOpExists {
+		terms[0].MatchExpressions[0].Operator != corev1.NodeSelectorOpExists ||
+		terms[0].MatchExpressions[1].Key != agentrollout.PairLabel ||
+		terms[0].MatchExpressions[1].Operator != corev1.NodeSelectorOpIn ||
+		!slices.Equal(terms[0].MatchExpressions[1].Values, []string{agentrollout.PairLabelValue(spec.VIP)}) {
 		t.Errorf("node affinity = %+v", terms)
 	}
 	if !slices.ContainsFunc(pod.Tolerations, func(tol corev1.Toleration) bool {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	nodetracker "github.com/gardener/gardener-extension-kube-vip/controller/nodes"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -106,6 +108,10 @@ type frontDoor struct {
 	caPool   *x509.CertPool
 	identity string
 	ctrlLog  string
+	// stopController stops the controller (both its controllers); idempotent.
+	stopController func()
+	// startController starts it again after stopController.
+	startController func() error
 }
 
 // scenario returns the cluster, bringing it up on first use, and a context for one test.
@@ -173,21 +179,28 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	if err := framework.SetTechnicalID(ctx, f.cl, f.identity); err != nil {
 		return nil, err
 	}
-	stop, err := f.startController(cfg, scheme)
-	if err != nil {
+	f.startController = func() error {
+		stop, err := f.runController(cfg, scheme)
+		if err == nil {
+			f.stopController = sync.OnceFunc(stop)
+		}
+		return err
+	}
+	if err := f.startController(); err != nil {
 		return nil, err
 	}
-	s.Defer(stop)
+	s.Defer(func() { f.stopController() })
 	// Whatever the tests did: the exposure goes, and with it the controller's Neutron objects.
 	s.Defer(f.removeExposure)
 	return f, nil
 }
 
-// startController runs the exposure controller as the extension's chart would: the agent
-// image of the cluster, the front door probed from the first node (the bootstrap
-// controller of a self-hosted shoot runs in the host network of a control-plane node).
-func (f *frontDoor) startController(cfg *rest.Config, scheme *runtime.Scheme) (stop func(), err error) {
-	logFile, err := os.Create(f.ctrlLog)
+// runController runs the exposure controller and the node tracker as the extension's
+// chart would: the agent image of the cluster, the front door probed from the first node
+// (the bootstrap controller of a self-hosted shoot runs in the host network of a
+// control-plane node). The log is appended to f.ctrlLog.
+func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (stop func(), err error) {
+	logFile, err := os.OpenFile(f.ctrlLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +226,9 @@ func (f *frontDoor) startController(cfg *rest.Config, scheme *runtime.Scheme) (s
 	})
 	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{Actuator: actuator, Controller: controller.Options{MaxConcurrentReconciles: 1}}); err != nil {
 		return nil, fmt.Errorf("adding the controller: %w", err)
+	}
+	if err := nodetracker.AddToManager(context.Background(), mgr, nodetracker.AddOptions{Syncer: actuator}); err != nil {
+		return nil, fmt.Errorf("adding the node tracker: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

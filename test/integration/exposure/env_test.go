@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -95,16 +96,7 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.Actua
 	t.Helper()
 	metrics := openstack.NewMetrics(prometheus.NewRegistry())
 	clock := clocktesting.NewFakeClock(time.Now())
-	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
-		Scheme:                 e.cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
+	mgr := newManager(t, e)
 	opts := exposure.ActuatorOptions{
 		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
 		AgentImage:     "example.org/kube-vip-agent:test",
@@ -126,6 +118,22 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.Actua
 	}
 	framework.StartManager(t, mgr)
 	return &controllerUnderTest{actuator: actuator, metrics: metrics, clock: clock}
+}
+
+// newManager is a manager on the shared kube-apiserver, not started yet.
+func newManager(t *testing.T, e *sharedEnv) manager.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
+		Scheme:                 e.cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
+		Controller:             config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	return mgr
 }
 
 type testWriter struct{ t *testing.T }
@@ -176,14 +184,7 @@ func createNodes(t *testing.T, ctx context.Context, e *sharedEnv, id string, n i
 				opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ip})
 			}
 		}
-		p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
-		if err != nil {
-			t.Fatalf("creating node port: %v", err)
-		}
-		t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
-		if err := e.neutron.ReplacePortTags(ctx, p.ID, []string{testTag}); err != nil {
-			t.Fatalf("tagging node port: %v", err)
-		}
+		p := createNodePort(t, ctx, e, opts)
 		nf := nodeFixture{name: name, ip: p.FixedIPs[0].IPAddress, port: p.ID}
 		createNode(t, ctx, e, nf)
 		nodes = append(nodes, nf)
@@ -191,9 +192,29 @@ func createNodes(t *testing.T, ctx context.Context, e *sharedEnv, id string, n i
 	return nodes
 }
 
+// createNodePort creates a node's Neutron port, tagged as the tests', deleted at the end.
+func createNodePort(t *testing.T, ctx context.Context, e *sharedEnv, opts ports.CreateOpts) *ports.Port {
+	t.Helper()
+	p, err := ports.Create(ctx, e.neutron.ServiceClient(), opts).Extract()
+	if err != nil {
+		t.Fatalf("creating node port: %v", err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
+	if err := e.neutron.ReplacePortTags(ctx, p.ID, []string{testTag}); err != nil {
+		t.Fatalf("tagging node port: %v", err)
+	}
+	return p
+}
+
+// createNode creates a control-plane Node with the fixture's InternalIP.
 func createNode(t *testing.T, ctx context.Context, e *sharedEnv, nf nodeFixture) {
 	t.Helper()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nf.name, Labels: map[string]string{exposure.LabelControlPlane: ""}}}
+	createNodeWithLabels(t, ctx, e, nf, map[string]string{exposure.LabelControlPlane: ""})
+}
+
+func createNodeWithLabels(t *testing.T, ctx context.Context, e *sharedEnv, nf nodeFixture, labels map[string]string) {
+	t.Helper()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nf.name, Labels: labels}}
 	if err := e.cp.Client.Create(ctx, node); err != nil {
 		t.Fatalf("creating Node: %v", err)
 	}

@@ -60,6 +60,8 @@ var mustAllow = []access{
 	{verb: "list", group: "extensions.gardener.cloud", resource: "infrastructures", namespace: kubeSystem},
 	{verb: "list", group: "extensions.gardener.cloud", resource: "clusters"},
 	{verb: "watch", resource: "nodes"},
+	// The pair label (agentrollout.PairLabel); RBAC cannot narrow a patch to one label.
+	{verb: "patch", resource: "nodes", name: "n"},
 	{verb: "create", resource: "events", namespace: kubeSystem},
 	{verb: "get", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.Name},
 	{verb: "patch", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.Name},
@@ -134,8 +136,10 @@ var mustDeny = []access{
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "kube-controller-manager"},
 	{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem},
 	{verb: "get", group: "apps", resource: "daemonsets", namespace: metav1.NamespaceDefault, name: agentrollout.Name},
-	// Cluster-scoped objects beyond reading Nodes and Clusters.
-	{verb: "patch", resource: "nodes", name: "n"},
+	// Cluster-scoped objects beyond reading Clusters, and reading and patching Nodes.
+	{verb: "update", resource: "nodes", name: "n"},
+	{verb: "update", resource: "nodes", subresource: "status", name: "n"},
+	{verb: "patch", resource: "nodes", subresource: "status", name: "n"},
 	{verb: "delete", resource: "nodes", name: "n"},
 	{verb: "patch", group: "extensions.gardener.cloud", resource: "clusters", name: "c"},
 	{verb: "delete", group: "extensions.gardener.cloud", resource: "selfhostedshootexposures", namespace: kubeSystem, name: "e"},
