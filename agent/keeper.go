@@ -43,8 +43,9 @@ type guard interface {
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
 // other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy, so that the VIP of a holder that died or froze normally lapses by
-// the earliest takeover and the next leader's guard does not have to wait.
+// the term's RefreshBy, so that the VIP of a holder that died or froze runs out at the
+// earliest takeover and the kernel removes it shortly after (package timing): that node
+// serves until a follower can take over, whose guard adds the VIP right after.
 type keeper struct {
 	addr      address
 	announcer announcer
@@ -208,8 +209,9 @@ func (k *keeper) reconcile(ctx context.Context) {
 	}
 	if now.After(k.term.RefreshBy) {
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
-		// takeover (the next leader's guard would then wait for it); the last refresh runs
-		// out by itself unless a renewal starts a new term first. Announcements continue.
+		// takeover by more than the kernel's lateness (the next leader's guard would wait
+		// for it); the last refresh runs out by itself unless a renewal starts a new term
+		// first. Announcements continue.
 		k.announceLocked(ctx, now)
 		return
 	}

@@ -146,14 +146,15 @@ func TestVIPNeverOutlivesTheTerm(t *testing.T) {
 	term := termAt(clk.Now())
 	k.Leading(term, true)
 	// No renewal comes (the agent is partitioned or its API server died). At every moment,
-	// had the process died then, the kernel would remove the VIP by the earliest takeover;
-	// and the living keeper removes it at the end of the term.
+	// had the process died then, the kernel at its slowest would remove the VIP by the
+	// planned lapse (the earliest takeover plus KernelExpiryLateness, which the next
+	// leader's guard waits for); and the living keeper removes it at the end of the term.
 	for clk.Now().Before(term.End.Add(500 * time.Millisecond)) {
 		clk.Step(10 * time.Millisecond)
 		k.reconcile(context.Background())
 		addr.expire()
-		if addr.present && addr.expiresAt.After(term.EarliestTakeover) {
-			t.Fatalf("at %v the kernel would keep the VIP until %v, after the earliest takeover (%v)", clk.Now(), addr.expiresAt, term.EarliestTakeover)
+		if lapse := timing.Defaults().Lapse(term); addr.present && addr.expiresAt.After(lapse) {
+			t.Fatalf("at %v the kernel would keep the VIP until %v, after the planned lapse (%v)", clk.Now(), addr.expiresAt, lapse)
 		}
 		if !clk.Now().Before(term.End) && addr.present {
 			t.Fatalf("at %v the VIP is still on the NIC after the term ended at %v", clk.Now(), term.End)
@@ -165,8 +166,8 @@ func TestNoRefreshAfterRefreshBy(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	term := termAt(clk.Now())
 	k.Leading(term, true)
-	// A tick just after RefreshBy (S+0.25 with the defaults, which the old 50 ms rule still
-	// allowed) must not stretch the kernel lifetime past the earliest takeover.
+	// A tick just after RefreshBy (S+0.47 with the defaults) must not stretch the kernel
+	// lifetime past the planned lapse.
 	clk.SetTime(term.RefreshBy.Add(time.Millisecond))
 	before := addr.ensures
 	k.reconcile(context.Background())
