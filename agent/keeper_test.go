@@ -417,3 +417,27 @@ func TestFollowerSweepsOncePerSecond(t *testing.T) {
 		t.Fatal("a follower kept a VIP put there by hand for more than a second")
 	}
 }
+
+// An IPv6 VIP cannot be probed: the takeover waits KernelExpiryLateness from the start of
+// its term, the time the schedule gives a dead holder's kernel to remove its VIP (which ran
+// out by the kernel's clock by then), and adds it at that moment, not a tick later.
+func TestUnprobedTakeoverWaitsForTheKernel(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.unprobed = true
+	term := termAt(clk.Now())
+	ready := term.Start.Add(timing.KernelExpiryLateness)
+	k.Leading(term, true)
+	for clk.Now().Before(ready) {
+		if addr.present {
+			t.Fatalf("the VIP was added %v into the term, before %s", clk.Now().Sub(term.Start), timing.KernelExpiryLateness)
+		}
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+	}
+	if !addr.present || addr.ensures != 1 {
+		t.Fatalf("the VIP is not on %v into the term (%d adds)", clk.Now().Sub(term.Start), addr.ensures)
+	}
+	if got := clk.Now().Sub(term.Start); got != timing.KernelExpiryLateness {
+		t.Fatalf("added %v into the term, want at %s", got, timing.KernelExpiryLateness)
+	}
+}

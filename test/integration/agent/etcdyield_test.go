@@ -70,8 +70,9 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 		t.Logf("VIP handed from %s (etcd leader) to %s; outage %s", etcdLeader, holder, handover.Longest())
 	}
 
-	// Cut the holder's link 0.9 s after a renewal was seen: with the defaults a follower
-	// takes over 1.65 s after it saw that renewal, so about 0.75 s after the cut.
+	// Cut the holder's link 0.2 s before its next renewal (0.86 s after one was seen, with
+	// the defaults): a follower takes over a lease duration (1.47 s) after it saw that
+	// renewal, so about 0.6 s after the cut.
 	renewed := waitRenewal(ctx, t, h, etcdLeader, holder.Name())
 	time.Sleep(time.Until(renewed.Add(timing.Defaults().RetryPeriod - 200*time.Millisecond)))
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
