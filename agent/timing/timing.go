@@ -60,15 +60,16 @@ const (
 	TakeoverProbeRetry = 10 * time.Millisecond
 	// KernelExpiryLateness is how late the kernel is expected to remove an IPv4 address
 	// after its valid_lft ran out, on a host where no other address changed in the last
-	// second. Linux's lifetime check (devinet.c check_lifetime) rounds its next
-	// run up to a whole second when that adds less than HZ/4 (250 ms), the timer wheel adds
-	// up to one granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer), and the
-	// workqueue adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry
-	// measures it: 277 to 404 ms on the 2-core machine this project is tested on. The refresh
-	// schedule does not subtract it (RefreshBy): a dead holder's node keeps answering on the
-	// VIP for about this long after the earliest takeover, and the next leader's guard adds
-	// the VIP right after. It is not a safety bound: a later kernel only makes the guard
-	// wait longer; Lapse uses it.
+	// second. Linux's lifetime check (devinet.c check_lifetime) rounds its next run up to a
+	// whole second when that adds less than HZ/4 (250 ms), the timer wheel adds up to one
+	// granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer), and the workqueue
+	// adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry measures it:
+	// at worst 216 to 404 ms, by the run, on the 2-core machine this project is tested on.
+	// The refresh schedule does not subtract it (RefreshBy): a dead holder's node keeps
+	// answering on the VIP for about this long after the earliest takeover, and the next
+	// leader's guard adds the VIP right after. It is not a safety bound for IPv4: a later
+	// kernel only makes the guard wait longer. Lapse uses it, and an IPv6 takeover, which
+	// has no guard, waits this long (agent keeper).
 	KernelExpiryLateness = 300 * time.Millisecond
 	// KernelExpiryEarliness is how early the kernel may remove an address: it counts an
 	// address as expired HZ/50 before its lifetime ends (at most 20 ms, at HZ=50+). The
