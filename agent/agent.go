@@ -76,7 +76,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Guard: arp.NewProber(iface, address), Clock: clk, Log: log, Metrics: m,
-		ARPInterval: cfg.ARPInterval,
+		ARPInterval: cfg.ARPInterval, Unprobed: !address.Unmap().Is4(),
 	})
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")

@@ -43,8 +43,9 @@ type guard interface {
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
 // other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy, so that the VIP of a holder that died or froze normally lapses by
-// the earliest takeover and the next leader's guard does not have to wait.
+// the term's RefreshBy, so that the VIP of a holder that died or froze runs out at the
+// earliest takeover and the kernel removes it shortly after (package timing): that node
+// serves until a follower can take over, whose guard adds the VIP right after.
 type keeper struct {
 	addr      address
 	announcer announcer
@@ -53,7 +54,10 @@ type keeper struct {
 	log       logr.Logger
 	metrics   *metrics
 
-	tick         time.Duration // refresh and presence-check interval
+	tick time.Duration // refresh and presence-check interval
+	// unprobed: the guard cannot see this VIP's family (IPv6), so a takeover waits
+	// timing.KernelExpiryLateness from the start of its term instead (see addLocked).
+	unprobed     bool
 	arpInterval  time.Duration // gratuitous ARP refresh after the burst
 	burstOffsets []time.Duration
 
@@ -86,6 +90,8 @@ type keeperOptions struct {
 	Metrics     *metrics
 	Tick        time.Duration
 	ARPInterval time.Duration
+	// Unprobed says that Guard cannot probe for this VIP (an IPv6 VIP).
+	Unprobed bool
 }
 
 func newKeeper(o keeperOptions) *keeper {
@@ -97,7 +103,7 @@ func newKeeper(o keeperOptions) *keeper {
 	}
 	return &keeper{
 		addr: o.Address, announcer: o.Announcer, guard: o.Guard, clock: o.Clock, log: o.Log, metrics: o.Metrics,
-		tick: o.Tick, arpInterval: o.ARPInterval,
+		tick: o.Tick, arpInterval: o.ARPInterval, unprobed: o.Unprobed,
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
 		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
@@ -208,8 +214,9 @@ func (k *keeper) reconcile(ctx context.Context) {
 	}
 	if now.After(k.term.RefreshBy) {
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
-		// takeover (the next leader's guard would then wait for it); the last refresh runs
-		// out by itself unless a renewal starts a new term first. Announcements continue.
+		// takeover by more than the kernel's lateness (the next leader's guard would wait
+		// for it); the last refresh runs out by itself unless a renewal starts a new term
+		// first. Announcements continue.
 		k.announceLocked(ctx, now)
 		return
 	}
@@ -238,6 +245,22 @@ func (k *keeper) reconcile(ctx context.Context) {
 // the takeover. While another host answers, it probes again every TakeoverProbeRetry for
 // the rest of this tick, then leaves the VIP off until the next tick.
 func (k *keeper) addLocked(ctx context.Context, now time.Time) {
+	if k.unprobed {
+		// Nobody can be asked: a dead or frozen former holder's VIP ran out by the kernel's
+		// clock by the start of this term (the takeover came a lease duration after its last
+		// renewal), and its kernel is planned to remove it KernelExpiryLateness later. Wait
+		// for that, sleeping within a tick or leaving it to a later tick.
+		wait := k.term.Start.Add(timing.KernelExpiryLateness).Sub(now)
+		if wait > k.tick {
+			return
+		}
+		if wait > 0 {
+			k.clock.Sleep(wait)
+			if now = k.clock.Now(); !now.Before(k.term.End) {
+				return
+			}
+		}
+	}
 	if k.guard != nil {
 		until := now.Add(k.tick)
 		for {

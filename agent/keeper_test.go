@@ -146,14 +146,15 @@ func TestVIPNeverOutlivesTheTerm(t *testing.T) {
 	term := termAt(clk.Now())
 	k.Leading(term, true)
 	// No renewal comes (the agent is partitioned or its API server died). At every moment,
-	// had the process died then, the kernel would remove the VIP by the earliest takeover;
-	// and the living keeper removes it at the end of the term.
+	// had the process died then, the kernel at its slowest would remove the VIP by the
+	// planned lapse (the earliest takeover plus KernelExpiryLateness, which the next
+	// leader's guard waits for); and the living keeper removes it at the end of the term.
 	for clk.Now().Before(term.End.Add(500 * time.Millisecond)) {
 		clk.Step(10 * time.Millisecond)
 		k.reconcile(context.Background())
 		addr.expire()
-		if addr.present && addr.expiresAt.After(term.EarliestTakeover) {
-			t.Fatalf("at %v the kernel would keep the VIP until %v, after the earliest takeover (%v)", clk.Now(), addr.expiresAt, term.EarliestTakeover)
+		if lapse := timing.Defaults().Lapse(term); addr.present && addr.expiresAt.After(lapse) {
+			t.Fatalf("at %v the kernel would keep the VIP until %v, after the planned lapse (%v)", clk.Now(), addr.expiresAt, lapse)
 		}
 		if !clk.Now().Before(term.End) && addr.present {
 			t.Fatalf("at %v the VIP is still on the NIC after the term ended at %v", clk.Now(), term.End)
@@ -165,8 +166,8 @@ func TestNoRefreshAfterRefreshBy(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	term := termAt(clk.Now())
 	k.Leading(term, true)
-	// A tick just after RefreshBy (S+0.25 with the defaults, which the old 50 ms rule still
-	// allowed) must not stretch the kernel lifetime past the earliest takeover.
+	// A tick just after RefreshBy (S+0.47 with the defaults) must not stretch the kernel
+	// lifetime past the planned lapse.
 	clk.SetTime(term.RefreshBy.Add(time.Millisecond))
 	before := addr.ensures
 	k.reconcile(context.Background())
@@ -414,5 +415,29 @@ func TestFollowerSweepsOncePerSecond(t *testing.T) {
 	advance(k, clk, followerSweep)
 	if addr.present {
 		t.Fatal("a follower kept a VIP put there by hand for more than a second")
+	}
+}
+
+// An IPv6 VIP cannot be probed: the takeover waits KernelExpiryLateness from the start of
+// its term, the time the schedule gives a dead holder's kernel to remove its VIP (which ran
+// out by the kernel's clock by then), and adds it at that moment, not a tick later.
+func TestUnprobedTakeoverWaitsForTheKernel(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.unprobed = true
+	term := termAt(clk.Now())
+	ready := term.Start.Add(timing.KernelExpiryLateness)
+	k.Leading(term, true)
+	for clk.Now().Before(ready) {
+		if addr.present {
+			t.Fatalf("the VIP was added %v into the term, before %s", clk.Now().Sub(term.Start), timing.KernelExpiryLateness)
+		}
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+	}
+	if !addr.present || addr.ensures != 1 {
+		t.Fatalf("the VIP is not on %v into the term (%d adds)", clk.Now().Sub(term.Start), addr.ensures)
+	}
+	if got := clk.Now().Sub(term.Start); got != timing.KernelExpiryLateness {
+		t.Fatalf("added %v into the term, want at %s", got, timing.KernelExpiryLateness)
 	}
 }

@@ -351,7 +351,8 @@ func TestSlowWriteIsRenewedAtOnce(t *testing.T) {
 			a.tryAcquireOrRenew(context.Background())
 			h.clock.Step(tm.RetryPeriod)
 		}
-		h.leases.writeDelay = 450 * time.Millisecond
+		// Past the refresh window (lease − lifetime), well inside the renew deadline.
+		h.leases.writeDelay = tm.LeaseDuration - tm.VIPLifetime + 50*time.Millisecond
 		if acquiring {
 			a.tryAcquireOrRenew(context.Background())
 		} else {

@@ -25,11 +25,22 @@
 //     TakeoverProbeRetry). So the VIP is never added while another node holds it, however late
 //     the kernel removes an expired address.
 //
-// The kernel lifetime decides only how long such a takeover waits: the holder refreshes it
-// until RefreshBy(S) = S + L − lifetime − KernelExpiryLateness, so that the VIP of a holder
-// that died normally lapses by S + L and the guard finds nobody. On a kernel slower than
-// KernelExpiryLateness the guard waits for the difference (while the old node, whose agent
-// alone died, still answers on the VIP).
+// The kernel lifetime decides how long a dead or frozen holder's node keeps serving the
+// VIP, and so how long a takeover waits: the holder refreshes it until RefreshBy(S) =
+// S + L − lifetime, so that the last refresh runs out by the kernel's clock at the earliest
+// takeover S + L at the latest, and the kernel removes it KernelExpiryLateness or so after
+// that. Until then that node still answers on the VIP (its kernel replies to ARP, its
+// kube-apiserver runs), and the next leader's guard waits; the VIP is absent on every node
+// only from that removal to the guard's next probe, about TakeoverProbeRetry +
+// TakeoverProbeWindow. The cost falls on a node that still answers ARP for the VIP but no
+// longer serves (agent and kube-apiserver both dead): its clients wait up to
+// KernelExpiryLateness past the earliest takeover.
+//
+// Continuity: the last refresh before RefreshBy (at most KeeperTick earlier) must last,
+// less KernelExpiryEarliness, until the next renewal (RetryPeriod after S) has completed
+// with MinRenewBudget to spare: L ≥ R + KeeperTick + KernelExpiryEarliness +
+// MinRenewBudget = R + 0.22 s. With renewals at most once a second the living holder's
+// rule, L > D + ActiveRemovalLateness, and the room for a slow write, D − R, bind first.
 package timing
 
 import (
@@ -47,14 +58,18 @@ const (
 	// still answers for the VIP: the takeover follows the old address's removal within
 	// about this plus one probe window.
 	TakeoverProbeRetry = 10 * time.Millisecond
-	// KernelExpiryLateness is how late the refresh schedule plans for the kernel to remove
-	// an IPv4 address after its valid_lft ran out, on a host where no other address changed
-	// in the last second. Linux's lifetime check (devinet.c check_lifetime) rounds its next
-	// run up to a whole second when that adds less than HZ/4 (250 ms), the timer wheel adds
-	// up to one granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer), and the
-	// workqueue adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry
-	// measures it: 277 to 404 ms on the 2-core machine this project is tested on. It is not
-	// a safety bound: a later kernel only makes the next leader's guard wait longer.
+	// KernelExpiryLateness is how late the kernel is expected to remove an IPv4 address
+	// after its valid_lft ran out, on a host where no other address changed in the last
+	// second. Linux's lifetime check (devinet.c check_lifetime) rounds its next run up to a
+	// whole second when that adds less than HZ/4 (250 ms), the timer wheel adds up to one
+	// granule (32 ms at HZ=250, 64 ms at HZ=1000 for a one-second timer), and the workqueue
+	// adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry measures it:
+	// at worst 216 to 404 ms, by the run, on the 2-core machine this project is tested on.
+	// The refresh schedule does not subtract it (RefreshBy): a dead holder's node keeps
+	// answering on the VIP for about this long after the earliest takeover, and the next
+	// leader's guard adds the VIP right after. It is not a safety bound for IPv4: a later
+	// kernel only makes the guard wait longer. Lapse uses it, and an IPv6 takeover, which
+	// has no guard, waits this long (agent keeper).
 	KernelExpiryLateness = 300 * time.Millisecond
 	// KernelExpiryEarliness is how early the kernel may remove an address: it counts an
 	// address as expired HZ/50 before its lifetime ends (at most 20 ms, at HZ=50+). The
@@ -71,6 +86,9 @@ const (
 	MinRefreshWindow = 100 * time.Millisecond
 	// MinRenewBudget is the least time a renewal may take without the VIP lapsing.
 	MinRenewBudget = 100 * time.Millisecond
+	// SlowWriteRoom is the time the defaults leave between RetryPeriod and RenewDeadline: a
+	// renewal write may take this long before the term ends and the VIP goes (review M3).
+	SlowWriteRoom = 300 * time.Millisecond
 )
 
 // Timings are the election and VIP timings of the agent.
@@ -86,16 +104,18 @@ type Timings struct {
 	VIPLifetime time.Duration
 }
 
-// Defaults returns the default timings. RetryPeriod is above 1 s so that the leader's node
-// stays within one agent request per second (its renewals, plus a read of the local etcd
-// member's metrics every 20 s; docs/agent.md); LeaseDuration is then near the least the
-// continuity rule of Problems allows (130 ms of renewal budget), and 0.4 s separate the
-// retry period from the renew deadline for a slow write, as before.
+// Defaults returns the default timings. RetryPeriod is just above 1/0.95 s so that the
+// leader's node stays within one agent request per second (1/1.06 renewals plus 1/20 reads
+// of the local etcd member's metrics = 0.99/s; docs/agent.md); SlowWriteRoom separates it
+// from RenewDeadline, and LeaseDuration exceeds that by ActiveRemovalLateness and 10 ms, as
+// the living holder's rule of Problems requires. The continuity rule then has 190 ms to
+// spare.
 func Defaults() Timings {
+	const retry = 1060 * time.Millisecond
 	return Timings{
-		LeaseDuration: 1650 * time.Millisecond,
-		RenewDeadline: 1500 * time.Millisecond,
-		RetryPeriod:   1100 * time.Millisecond,
+		LeaseDuration: retry + SlowWriteRoom + ActiveRemovalLateness + 10*time.Millisecond,
+		RenewDeadline: retry + SlowWriteRoom,
+		RetryPeriod:   retry,
 		VIPLifetime:   time.Second,
 	}
 }
@@ -107,7 +127,8 @@ type Term struct {
 	// End is when the term ends unless renewed (S + D): the leader removes the VIP then.
 	End time.Time
 	// RefreshBy is the latest moment at which a refresh of the VIP's kernel lifetime may
-	// complete: the kernel removes an address refreshed by then before any takeover.
+	// complete: an address refreshed by then runs out, by the kernel's clock, by the
+	// earliest takeover (S + L − lifetime).
 	RefreshBy time.Time
 	// EarliestTakeover is the earliest moment at which a follower can take the Lease
 	// over (S + L).
@@ -119,7 +140,7 @@ func (t Timings) TermFrom(start time.Time) Term {
 	return Term{
 		Start:            start,
 		End:              start.Add(t.RenewDeadline),
-		RefreshBy:        start.Add(t.LeaseDuration - t.VIPLifetime - KernelExpiryLateness),
+		RefreshBy:        start.Add(t.LeaseDuration - t.VIPLifetime),
 		EarliestTakeover: start.Add(t.LeaseDuration),
 	}
 }
@@ -131,10 +152,10 @@ func (t Timings) LatestHold(term Term) time.Time {
 	return term.End.Add(ActiveRemovalLateness)
 }
 
-// Lapse is when the kernel is planned to have removed the VIP of a holder that died or
+// Lapse is when the kernel is expected to have removed the VIP of a holder that died or
 // froze in the term: its last refresh, by RefreshBy, plus the lifetime and
-// KernelExpiryLateness. The schedule makes that the earliest takeover, so that the next
-// leader's guard normally finds the VIP gone.
+// KernelExpiryLateness, that is S + L + KernelExpiryLateness. Until then that node still
+// serves on the VIP, and the next leader's guard, which probes from S + L on, waits for it.
 func (t Timings) Lapse(term Term) time.Time {
 	return term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
 }
@@ -183,8 +204,8 @@ func (t Timings) Problems() []Problem {
 	}
 	if window := term.RefreshBy.Sub(term.Start); window < MinRefreshWindow {
 		out = append(out, Problem{FieldVIPLifetime, t.VIPLifetime,
-			fmt.Sprintf("must be at most the lease duration (%s) less %s, so that the leader can refresh the VIP early enough for the kernel to remove a dead holder's VIP by the takeover",
-				t.LeaseDuration, KernelExpiryLateness+MinRefreshWindow)})
+			fmt.Sprintf("must be at most the lease duration (%s) less %s, so that the leader can refresh the VIP early enough for it to run out by the earliest takeover",
+				t.LeaseDuration, MinRefreshWindow)})
 	}
 	// Continuity: the last refresh (at most a keeper tick before RefreshBy) must last until
 	// the next renewal, RetryPeriod after the start of this one, has completed. Checked

@@ -5,6 +5,7 @@
 package timing
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -24,11 +25,13 @@ func TestProblems(t *testing.T) {
 		"renew not below lease":    {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
 		"fractional lifetime":      {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
 		"lifetime fills the lease": {func(t *Timings) { t.VIPLifetime = 2 * time.Second }, FieldVIPLifetime},
-		"no refresh window":        {func(t *Timings) { t.LeaseDuration = 1350 * time.Millisecond; t.RenewDeadline = 1200 * time.Millisecond }, FieldVIPLifetime},
-		"renewal misses the tick":  {func(t *Timings) { t.RetryPeriod = 1200 * time.Millisecond }, FieldRetryPeriod},
-		"zero retry":               {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
-		"no takeover margin":       {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
-		"no time to renew":         {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
+		"no refresh window": {func(t *Timings) {
+			t.LeaseDuration, t.RenewDeadline, t.RetryPeriod = 1050*time.Millisecond, 900*time.Millisecond, 500*time.Millisecond
+		}, FieldVIPLifetime},
+		"renewal misses the tick": {func(t *Timings) { t.RetryPeriod = 1350 * time.Millisecond }, FieldRetryPeriod},
+		"zero retry":              {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
+		"no takeover margin":      {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
+		"no time to renew":        {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tm := Defaults()
@@ -46,8 +49,11 @@ func TestProblems(t *testing.T) {
 
 // TestAcceptedTimingsNeverHaveTwoHolders walks a grid of timings: whatever Problems accepts,
 // the latest moment a living leader can hold the VIP (active removal) is not after the
-// earliest takeover, the planned lapse of a dead leader's VIP is not either (so that the
-// next leader's guard normally finds it gone), and the refresh window is not empty.
+// earliest takeover; the last refresh runs out, by the kernel's clock, by the earliest
+// takeover, and the kernel is expected to remove it no earlier (so a dead holder's node
+// serves until a follower can take over, whose guard then waits for the removal); the
+// refresh window is not empty; and the last refresh lasts until the next renewal has had
+// MinRenewBudget.
 func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
 	accepted := 0
 	start := time.Unix(1000, 0)
@@ -64,11 +70,18 @@ func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
 					if tm.LatestHold(term).After(term.EarliestTakeover) {
 						t.Fatalf("%+v: the VIP may be held until %v, after the earliest takeover %v", tm, tm.LatestHold(term), term.EarliestTakeover)
 					}
-					if tm.Lapse(term).After(term.EarliestTakeover) {
-						t.Fatalf("%+v: a dead leader's VIP is planned to lapse at %v, after the earliest takeover %v", tm, tm.Lapse(term), term.EarliestTakeover)
+					if runsOut := term.RefreshBy.Add(tm.VIPLifetime); runsOut.After(term.EarliestTakeover) {
+						t.Fatalf("%+v: the last refresh runs out at %v, after the earliest takeover %v", tm, runsOut, term.EarliestTakeover)
+					}
+					if tm.Lapse(term).Before(term.EarliestTakeover) {
+						t.Fatalf("%+v: a dead leader's VIP is expected to lapse at %v, before the earliest takeover %v", tm, tm.Lapse(term), term.EarliestTakeover)
 					}
 					if term.RefreshBy.Sub(term.Start) < MinRefreshWindow {
 						t.Fatalf("%+v: refresh window %s", tm, term.RefreshBy.Sub(term.Start))
+					}
+					earliestLapse := term.RefreshBy.Add(-KeeperTick + tm.VIPLifetime - KernelExpiryEarliness)
+					if earliestLapse.Before(term.Start.Add(tm.RetryPeriod + MinRenewBudget)) {
+						t.Fatalf("%+v: the last refresh may lapse at %v, before the next renewal had %s", tm, earliestLapse, MinRenewBudget)
 					}
 				}
 			}
@@ -79,17 +92,25 @@ func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
 	}
 }
 
-// TestOldDefaultsBudgetWasShort shows the defect the budget fixes: the old rule let the
-// leader refresh until S+0.25 and accept a write landing 50 ms later, so a crashed leader's
-// VIP could stay until S+0.3+1s+KernelExpiryLateness, after the takeover at S+1.5.
-func TestOldDefaultsBudgetWasShort(t *testing.T) {
-	tm := Defaults()
-	term := tm.TermFrom(time.Unix(1000, 0))
-	oldLastRefresh := term.End.Add(-tm.VIPLifetime) // the old rule: refresh while now+lifetime(+slack) ≤ term end
-	if !oldLastRefresh.Add(tm.VIPLifetime + KernelExpiryLateness).After(term.EarliestTakeover) {
-		t.Fatal("the old refresh rule would have been safe; the budget is not needed")
+// TestContinuityNeedsTickEarlinessAndBudget pins the continuity rule at its bound: the lease
+// duration must exceed the retry period by KeeperTick + KernelExpiryEarliness +
+// MinRenewBudget (0.22 s), no more. The rule before this one also subtracted
+// KernelExpiryLateness from RefreshBy and asked for 0.52 s; it refused these timings, and
+// today's defaults.
+func TestContinuityNeedsTickEarlinessAndBudget(t *testing.T) {
+	margin := KeeperTick + KernelExpiryEarliness + MinRenewBudget
+	lease := 1470 * time.Millisecond
+	at := Timings{LeaseDuration: lease, RenewDeadline: 1360 * time.Millisecond, RetryPeriod: lease - margin, VIPLifetime: time.Second}
+	if p := at.Problems(); len(p) != 0 {
+		t.Fatalf("%+v: a lease %s above the retry period is refused: %v", at, margin, p)
 	}
-	if !term.RefreshBy.Before(oldLastRefresh) {
-		t.Fatalf("RefreshBy %v is not earlier than the old rule's last refresh %v", term.RefreshBy, oldLastRefresh)
+	below := at
+	below.RetryPeriod += time.Millisecond
+	p := below.Problems()
+	if len(p) != 1 || p[0].Field != FieldRetryPeriod {
+		t.Fatalf("%+v: want one problem on %s, got %v", below, FieldRetryPeriod, p)
+	}
+	if want := fmt.Sprintf("must be at most %s, so that a renewal can refresh the VIP before it expires", at.RetryPeriod); p[0].Message != want {
+		t.Errorf("message %q, want %q", p[0].Message, want)
 	}
 }

@@ -71,14 +71,14 @@ type AgentConfig struct {
 	// +optional
 	Interface *string `json:"interface,omitempty"`
 	// LeaseDuration is how long followers wait, after the last renewal they observed,
-	// before they take over the Lease. Default: 1.65s.
+	// before they take over the Lease. Default: 1.47s.
 	// +optional
 	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
 	// RenewDeadline is how long the leader keeps the virtual IP after the start of its
-	// last successful renewal; it must be shorter than LeaseDuration. Default: 1.5s.
+	// last successful renewal; it must be shorter than LeaseDuration. Default: 1.36s.
 	// +optional
 	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
-	// RetryPeriod is the interval between the leader's renewals. Default: 1.1s.
+	// RetryPeriod is the interval between the leader's renewals. Default: 1.06s.
 	// +optional
 	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
 	// VIPLifetime is the kernel lifetime (valid_lft) of the virtual IP on the leader's NIC,

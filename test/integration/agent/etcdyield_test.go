@@ -70,10 +70,15 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 		t.Logf("VIP handed from %s (etcd leader) to %s; outage %s", etcdLeader, holder, handover.Longest())
 	}
 
-	// Cut the holder's link 0.9 s after a renewal was seen: with the defaults a follower
-	// takes over 1.65 s after it saw that renewal, so about 0.75 s after the cut.
+	// Cut the holder's link in the middle of its renewal cycle (the cut comes 50 ms after
+	// this sleep, 0.53 s after the renewal was seen, with the defaults): a follower takes
+	// over a lease duration (1.47 s) after it saw that renewal, so about 0.95 s after the
+	// cut, and the cut may come a quarter of a second early or late (a loaded machine) and
+	// still neither miss the next renewal nor exceed the bound. A takeover that paid etcd's
+	// election as well would take about a second longer.
+	tm := timing.Defaults()
 	renewed := waitRenewal(ctx, t, h, etcdLeader, holder.Name())
-	time.Sleep(time.Until(renewed.Add(timing.Defaults().RetryPeriod - 200*time.Millisecond)))
+	time.Sleep(time.Until(renewed.Add(tm.RetryPeriod/2 - 50*time.Millisecond)))
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
 	prober, err = h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
 	if err != nil {
