@@ -6,10 +6,30 @@ package framework
 
 import (
 	"context"
+	"io"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
+
+// NewManager returns a controller manager for a test or a harness, not started yet: no
+// metrics or health listener, controller names that may repeat within the process (every
+// test starts its own controllers), and a development logger that writes to log.
+func NewManager(cfg *rest.Config, scheme *runtime.Scheme, log io.Writer) (manager.Manager, error) {
+	return ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(log)),
+		Controller:             config.Controller{SkipNameValidation: new(true)},
+	})
+}
 
 // StartManager runs mgr until the test ends, then stops it and fails the test if the
 // manager failed. It returns the manager's context.

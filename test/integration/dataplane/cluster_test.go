@@ -29,14 +29,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -204,15 +201,8 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	if err != nil {
 		return nil, err
 	}
-	logger := zap.New(zap.UseDevMode(true), zap.WriteTo(logFile))
-	ctrllog.SetLogger(logger)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logger,
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-	})
+	ctrllog.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logFile)))
+	mgr, err := framework.NewManager(cfg, scheme, logFile)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}

@@ -23,13 +23,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
@@ -123,13 +120,7 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.Actua
 // newManager is a manager on the shared kube-apiserver, not started yet.
 func newManager(t *testing.T, e *sharedEnv) manager.Manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
-		Scheme:                 e.cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-	})
+	mgr, err := framework.NewManager(e.cp.Config, e.cp.Scheme, testWriter{t})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

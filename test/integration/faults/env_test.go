@@ -23,12 +23,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -185,13 +181,7 @@ func setLabel(t *testing.T, ctx context.Context, e *sharedEnv, name string, on b
 // function that stops the manager.
 func startController(t *testing.T, e *sharedEnv) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.cp.Config, ctrl.Options{
-		Scheme:                 e.cp.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(testWriter{t})),
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-	})
+	mgr, err := framework.NewManager(e.cp.Config, e.cp.Scheme, testWriter{t})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
