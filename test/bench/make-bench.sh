@@ -13,13 +13,13 @@
 #   test/bench/make-bench.sh [FLAGS...]   FLAGS go to the tables run; -runs, -scenarios,
 #                                         -steady-window, -out, -logs and -v also to the router run
 #   BENCH_DATAPLANE=0                     the tables only
-#   DATAPLANE_LOCK                        the lock file (default /work/coord/dataplane.lock)
+#   DATAPLANE_LOCK                        the lock file (default /run/lock/kube-vip-dataplane.lock)
 #
 # The router part is skipped when FLAGS ask for something other than the tables (-soak,
 # -dataplane, -from, -h).
 set -euo pipefail
 GO=${GO:-go}
-LOCK=${DATAPLANE_LOCK:-/work/coord/dataplane.lock}
+LOCK=${DATAPLANE_LOCK:-/run/lock/kube-vip-dataplane.lock}
 
 "$GO" run ./test/bench "$@"
 
