@@ -86,7 +86,11 @@ func (a *Actuator) agentOfAnother(ctx context.Context, exp *extensionsv1alpha1.S
 // recorded a VIP labelled nothing.
 func (a *Actuator) removeAllPairLabels(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure) error {
 	status, err := DecodeStatus(exp)
-	if err != nil || status.VIPAddress == "" {
+	if err != nil {
+		// As cleanup does: an unreadable status recorded nothing, so no label names its VIP.
+		status = &v1alpha1.ExposureStatus{}
+	}
+	if status.VIPAddress == "" {
 		return nil
 	}
 	return a.removePairLabels(ctx, log, status.VIPAddress, nil)
