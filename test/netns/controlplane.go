@@ -266,3 +266,22 @@ func (n *Node) WaitAPIServerReady(ctx context.Context) error {
 		}
 	}
 }
+
+// EtcdLeads tells whether the node's etcd member is the raft leader, from its metrics
+// (etcd_server_is_leader) on the plain-HTTP client listener 127.0.0.1:2379.
+func (n *Node) EtcdLeads(ctx context.Context) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:2379/metrics", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := n.HTTPClient(2*time.Second, &http.Transport{}).Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(string(body), "\netcd_server_is_leader 1\n"), nil
+}

@@ -6,9 +6,6 @@ package agent_test
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -121,7 +118,7 @@ func waitEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harness) *netns.
 	for {
 		var leaders []*netns.Node
 		for _, n := range h.Nodes() {
-			if leads, err := etcdLeads(ctx, n); err == nil && leads {
+			if leads, err := n.EtcdLeads(ctx); err == nil && leads {
 				leaders = append(leaders, n)
 			}
 		}
@@ -134,23 +131,6 @@ func waitEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harness) *netns.
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func etcdLeads(ctx context.Context, n *netns.Node) (bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, etcdMetricsURL, nil)
-	if err != nil {
-		return false, err
-	}
-	resp, err := n.HTTPClient(2*time.Second, &http.Transport{}).Do(req)
-	if err != nil {
-		return false, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return false, err
-	}
-	return strings.Contains(string(body), "\netcd_server_is_leader 1\n"), nil
 }
 
 // waitRenewal polls the Lease through via's kube-apiserver until its renewTime changes

@@ -68,13 +68,14 @@ func TestRouterCreate(t *testing.T) {
 // failover runs fault against the holder while probing the floating IP for d, checks the
 // outage against bound and that the router's neighbour entry follows the new holder; it
 // returns the old and the new holder.
-func (f *frontDoor) failover(t *testing.T, ctx context.Context, name string, d, bound time.Duration, fault func(leader *netns.Node), accept func(old, n *netns.Node) bool) (old, holder *netns.Node) {
+func (f *frontDoor) failover(t *testing.T, ctx context.Context, name string, d time.Duration, bound func(leader *netns.Node) time.Duration, fault func(leader *netns.Node), accept func(old, n *netns.Node) bool) (old, holder *netns.Node) {
 	t.Helper()
 	leader, st := f.deployed(t, ctx)
+	limit := bound(leader)
 	p := f.probe(t, ctx, st.fip, d)
 	time.Sleep(500 * time.Millisecond)
 	fault(leader)
-	netns.CheckOutage(t, name+" (through the floating IP)", p.Wait(), bound)
+	netns.CheckOutage(t, name+" (through the floating IP)", p.Wait(), limit)
 	holder, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return accept(leader, n) })
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +85,18 @@ func (f *frontDoor) failover(t *testing.T, ctx context.Context, name string, d, 
 	return leader, holder
 }
 
+// fixed is a bound that does not depend on the leader.
+func fixed(d time.Duration) func(*netns.Node) time.Duration {
+	return func(*netns.Node) time.Duration { return d }
+}
+
 func anyHolder(_, _ *netns.Node) bool   { return true }
 func otherNode(old, n *netns.Node) bool { return n != old }
 
 // TestRouterGracefulHandover: deleting the leader's pod stops its agent with SIGTERM.
 func TestRouterGracefulHandover(t *testing.T) {
 	f, ctx := scenario(t)
-	f.failover(t, ctx, "leader's pod deleted", 8*time.Second, gracefulBound, func(leader *netns.Node) {
+	f.failover(t, ctx, "leader's pod deleted", 8*time.Second, fixed(gracefulBound), func(leader *netns.Node) {
 		pod := f.leaderPod(t, ctx, leader.Name())
 		if err := f.cluster.Client().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -102,7 +108,7 @@ func TestRouterGracefulHandover(t *testing.T) {
 // TestRouterLeaderCrash: SIGKILL to the leader's agent process; the kubelet restarts it.
 func TestRouterLeaderCrash(t *testing.T) {
 	f, ctx := scenario(t)
-	f.failover(t, ctx, "leader's agent SIGKILLed", 8*time.Second, crashBound, func(leader *netns.Node) {
+	f.failover(t, ctx, "leader's agent SIGKILLed", 8*time.Second, fixed(crashBound), func(leader *netns.Node) {
 		agents, err := f.cluster.Node(leader.Name()).Processes("kube-vip-agent")
 		if err != nil || len(agents) != 1 {
 			t.Fatalf("agent process on %s: %v (%d found)", leader, err, len(agents))
@@ -117,7 +123,18 @@ func TestRouterLeaderCrash(t *testing.T) {
 // TestRouterLeaderLinkDown: the leader's NIC goes down inside the node, as a cut cable.
 func TestRouterLeaderLinkDown(t *testing.T) {
 	f, ctx := scenario(t)
-	leader, _ := f.failover(t, ctx, "leader's link down", 8*time.Second, linkDownBound, func(leader *netns.Node) {
+	leader, _ := f.failover(t, ctx, "leader's link down", 8*time.Second, func(leader *netns.Node) time.Duration {
+		// Read just before the cut: whether the cut also costs etcd's election.
+		leads, err := leader.EtcdLeads(ctx)
+		if err != nil {
+			t.Fatalf("reading whether %s leads etcd: %v", leader, err)
+		}
+		if leads {
+			t.Logf("%s leads etcd too: the bound allows etcd's election", leader)
+			return linkDownBound + etcdElection
+		}
+		return linkDownBound
+	}, func(leader *netns.Node) {
 		if err := leader.LinkDown(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +159,7 @@ func TestRouterLeaderLinkDown(t *testing.T) {
 // health gate drops the VIP and another node takes over.
 func TestRouterLeaderAPIServerDead(t *testing.T) {
 	f, ctx := scenario(t)
-	leader, _ := f.failover(t, ctx, "leader's kube-apiserver killed", 10*time.Second, apiserverBound, func(leader *netns.Node) {
+	leader, _ := f.failover(t, ctx, "leader's kube-apiserver killed", 10*time.Second, fixed(apiserverBound), func(leader *netns.Node) {
 		leader.KillAPIServer()
 	}, otherNode)
 	if err := leader.StartAPIServer(ctx); err != nil {
