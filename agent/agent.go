@@ -74,14 +74,16 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	defer func() { _ = announcer.Close() }()
 
+	var elector *election.Elector
+	guard := arp.NewGuard(iface, address)
+	defer func() { _ = guard.Close() }()
 	k := newKeeper(keeperOptions{
-		Address: addr, Announcer: announcer, Guard: arp.NewProber(iface, address), Clock: clk, Log: log, Metrics: m,
-		ARPInterval: cfg.ARPInterval, Unprobed: !address.Unmap().Is4(),
+		Address: addr, Announcer: announcer, Guard: guard, Clock: clk, Log: log, Metrics: m,
+		ARPInterval: cfg.ARPInterval, OnUnfit: func() { elector.Poke() },
 	})
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")
 
-	var elector *election.Elector
 	monitor, err := health.New(health.Config{
 		Client: httpClient, URL: readyzURL(restConfig.Host),
 		Period: cfg.HealthPeriod, ServedCovers: cfg.RetryPeriod + cfg.HealthPeriod,
@@ -116,19 +118,22 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	var yield func(bool) bool
 	if etcdLeader != nil {
-		// A leader offers the lead only once the VIP is on its NIC, and only for an IPv4
-		// VIP: the taker's guard then finds it answering and waits until it is gone. An
-		// offer made during the leader's own takeover guard would let both guards pass at
-		// once, and the guard does not probe IPv6. Deferring as a follower is always safe.
-		offerable := address.Is4() || address.Is4In6()
+		// A leader offers the lead only once the VIP is on its NIC: the taker's guard then
+		// finds it answering and waits until it is gone. An offer made during the leader's
+		// own takeover guard would let both guards pass at once. Deferring as a follower is
+		// always safe.
 		yield = func(leading bool) bool {
-			return etcdLeader.Yield(leading) && (!leading || (offerable && k.Holding()))
+			return etcdLeader.Yield(leading) && (!leading || k.Holding())
 		}
 	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
-		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Yield: yield, Clock: clk, Log: log,
+		// A keeper that could not put the VIP on for failureGrace makes the node give the
+		// lead up, so that a peer serves.
+		Eligible: func() bool { return monitor.Healthy() && k.fit() },
+		MayKeep:  func() bool { return monitor.Holdable() && k.fit() },
+		Yield:    yield, Clock: clk, Log: log,
 		Callbacks: election.Callbacks{
 			OnLeading: func(term timing.Term, newTerm bool) {
 				leading.Store(true)
@@ -147,7 +152,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return err
 	}
 
-	if err := removeStaleVIP(ctx, log, leases, cfg, addr); err != nil {
+	if err := removeStaleVIP(ctx, log, leases, cfg, addr, k); err != nil {
 		return err
 	}
 
@@ -239,8 +244,9 @@ func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger
 }
 
 // removeStaleVIP removes a VIP left behind by an earlier run, unless this node holds the
-// Lease (then the election renews it and the keeper refreshes the address).
-func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseClient, cfg Config, addr *vip.Address) error {
+// Lease: then the keeper keeps it for a lease duration, in which the election renews the
+// Lease and the keeper's takeover refreshes the address (or else its sweep removes it).
+func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseClient, cfg Config, addr *vip.Address, k *keeper) error {
 	present, err := addr.Present()
 	if err != nil || !present {
 		return err
@@ -249,6 +255,7 @@ func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseC
 	defer cancel()
 	if lease, err := leases.Get(reqCtx, cfg.LeaseName, metav1.GetOptions{}); err == nil &&
 		lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == cfg.NodeName {
+		k.keepFound(cfg.LeaseDuration)
 		log.Info("Keeping the VIP found at start: this node holds the Lease")
 		return nil
 	}

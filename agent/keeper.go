@@ -6,7 +6,6 @@ package agent
 
 import (
 	"context"
-	"net"
 	"sync"
 	"time"
 
@@ -35,8 +34,12 @@ type announcer interface {
 
 // guard is the takeover guard: it tells whether another host still answers for the VIP.
 type guard interface {
-	// Holder returns the MAC of another host that claimed the VIP within window, or nil.
-	Holder(ctx context.Context, window time.Duration) (net.HardwareAddr, error)
+	// Free probes until the VIP counts as free or until the clock reaches until, and names
+	// the host that claimed the VIP meanwhile ("" for none). Calls with the same since
+	// continue one takeover's probing.
+	Free(ctx context.Context, since, until time.Time) (free bool, holder string, err error)
+	// Close ends the probing and closes the socket.
+	Close() error
 }
 
 // keeper holds the VIP on the NIC while, and only while, the election says this node
@@ -54,10 +57,8 @@ type keeper struct {
 	log       logr.Logger
 	metrics   *metrics
 
-	tick time.Duration // refresh and presence-check interval
-	// unprobed: the guard cannot see this VIP's family (IPv6), so a takeover waits
-	// timing.KernelExpiryLateness from the start of its term instead (see addLocked).
-	unprobed     bool
+	tick         time.Duration // refresh and presence-check interval
+	onUnfit      func()        // called when the keeper cannot put the VIP on (see fit)
 	arpInterval  time.Duration // gratuitous ARP refresh after the burst
 	burstOffsets []time.Duration
 
@@ -72,8 +73,19 @@ type keeper struct {
 	// nextSweep is when a node that does not lead next checks its NIC for a VIP it must
 	// not hold (one put there by hand); a removal that failed is retried on every tick.
 	nextSweep time.Time
-	// heldElsewhere is the MAC the guard last found holding the VIP; nil when none.
-	heldElsewhere net.HardwareAddr
+	// heldElsewhere is the host the guard last found holding the VIP; "" when none.
+	heldElsewhere string
+
+	// probing is held by the one caller that runs the guard, outside mu: probing takes up
+	// to a tick, and Holding, SetHealthy and Following must not wait for it.
+	probing sync.Mutex
+	// takeoverSince is when the current takeover began (a new term, or the health gate
+	// opening again): the guard counts only requests sent since.
+	takeoverSince time.Time
+	// failingSince is when the guard or the address write first failed, in a row, while
+	// the VIP was off in this term; unfit says that has lasted failureGrace.
+	failingSince time.Time
+	unfit        bool
 }
 
 // followerSweep is the interval at which a node that does not lead removes a VIP it finds
@@ -90,8 +102,9 @@ type keeperOptions struct {
 	Metrics     *metrics
 	Tick        time.Duration
 	ARPInterval time.Duration
-	// Unprobed says that Guard cannot probe for this VIP (an IPv6 VIP).
-	Unprobed bool
+	// OnUnfit is called when the keeper has failed for failureGrace to put the VIP on
+	// while leading (see fit); nil for none.
+	OnUnfit func()
 }
 
 func newKeeper(o keeperOptions) *keeper {
@@ -103,7 +116,7 @@ func newKeeper(o keeperOptions) *keeper {
 	}
 	return &keeper{
 		addr: o.Address, announcer: o.Announcer, guard: o.Guard, clock: o.Clock, log: o.Log, metrics: o.Metrics,
-		tick: o.Tick, arpInterval: o.ARPInterval, unprobed: o.Unprobed,
+		tick: o.Tick, arpInterval: o.ARPInterval, onUnfit: o.OnUnfit,
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
 		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
@@ -125,6 +138,7 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	if newTerm {
 		k.leading = true
 		k.burstFrom, k.nextBurst = k.clock.Now(), 0
+		k.takeoverSince = k.clock.Now()
 		k.metrics.transition(true)
 	}
 	k.mu.Unlock()
@@ -140,6 +154,7 @@ func (k *keeper) Following(reason string) (released bool) {
 	defer k.mu.Unlock()
 	k.term = timing.Term{}
 	released = k.dropLocked(reason)
+	k.failingSince, k.unfit = time.Time{}, false
 	if k.leading {
 		k.leading = false
 		k.metrics.transition(false)
@@ -158,6 +173,7 @@ func (k *keeper) SetHealthy(healthy bool) {
 		k.dropLocked("this node is not healthy")
 	} else if k.leading {
 		k.burstFrom, k.nextBurst = k.clock.Now(), 0
+		k.takeoverSince = k.clock.Now()
 	}
 	k.mu.Unlock()
 }
@@ -179,8 +195,28 @@ func (k *keeper) Run(ctx context.Context) {
 }
 
 // reconcile brings the NIC in line with the term: refresh or re-add the VIP while the
-// refreshed lifetime still ends inside the term, remove it once the term is over.
+// refreshed lifetime still ends inside the term, remove it once the term is over. A
+// takeover probes outside the lock.
 func (k *keeper) reconcile(ctx context.Context) {
+	switch k.reconcileLocked(ctx) {
+	case takeoverDue:
+		k.takeover(ctx)
+	case notLeading:
+		k.closeGuard()
+	case done:
+	}
+}
+
+// step is what reconcileLocked leaves to be done outside the lock.
+type step int
+
+const (
+	done        step = iota
+	takeoverDue      // the VIP is off in this term: probe, then add
+	notLeading       // no takeover runs: the guard's socket may close
+)
+
+func (k *keeper) reconcileLocked(ctx context.Context) step {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
@@ -189,12 +225,12 @@ func (k *keeper) reconcile(ctx context.Context) {
 		// a removal that failed (every tick) and clears a VIP that somebody else put here
 		// (every followerSweep).
 		if now.Before(k.nextSweep) {
-			return
+			return notLeading
 		}
 		removed, err := k.addr.Remove()
 		if err != nil {
 			k.log.Error(err, "Removing the VIP failed")
-			return
+			return notLeading
 		}
 		k.nextSweep = now.Add(followerSweep)
 		if removed {
@@ -202,15 +238,14 @@ func (k *keeper) reconcile(ctx context.Context) {
 			k.metrics.vipPresent.Set(0)
 			k.log.Info("Removed the VIP from a node that does not lead")
 		}
-		return
+		return notLeading
 	}
 	if !now.Before(k.term.End) {
 		k.dropLocked("the term ended without a renewal")
-		return
+		return done
 	}
 	if !k.present {
-		k.addLocked(ctx, now)
-		return
+		return takeoverDue
 	}
 	if now.After(k.term.RefreshBy) {
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
@@ -218,12 +253,12 @@ func (k *keeper) reconcile(ctx context.Context) {
 		// for it); the last refresh runs out by itself unless a renewal starts a new term
 		// first. Announcements continue.
 		k.announceLocked(ctx, now)
-		return
+		return done
 	}
 	added, err := k.addr.Ensure()
 	if err != nil {
 		k.log.Error(err, "Refreshing the VIP failed")
-		return
+		return done
 	}
 	// Re-check after the write: a process frozen between the check above and the write may
 	// have resumed after its term, when another node may already hold the VIP; remove it
@@ -231,7 +266,7 @@ func (k *keeper) reconcile(ctx context.Context) {
 	// next leader's guard waits for it.)
 	if !k.clock.Now().Before(k.term.End) {
 		k.dropLocked("the VIP was refreshed after the term ended")
-		return
+		return done
 	}
 	if added {
 		// Somebody removed it meanwhile; it is back, so announce it again.
@@ -239,76 +274,7 @@ func (k *keeper) reconcile(ctx context.Context) {
 		k.burstFrom, k.nextBurst = now, 0
 	}
 	k.announceLocked(ctx, now)
-}
-
-// addLocked puts the VIP on the NIC, once the guard found no other host answering for it:
-// the takeover. While another host answers, it probes again every TakeoverProbeRetry for
-// the rest of this tick, then leaves the VIP off until the next tick.
-func (k *keeper) addLocked(ctx context.Context, now time.Time) {
-	if k.unprobed {
-		// Nobody can be asked: a dead or frozen former holder's VIP ran out by the kernel's
-		// clock by the start of this term (the takeover came a lease duration after its last
-		// renewal), and its kernel is planned to remove it KernelExpiryLateness later. Wait
-		// for that, sleeping within a tick or leaving it to a later tick.
-		wait := k.term.Start.Add(timing.KernelExpiryLateness).Sub(now)
-		if wait > k.tick {
-			return
-		}
-		if wait > 0 {
-			k.clock.Sleep(wait)
-			if now = k.clock.Now(); !now.Before(k.term.End) {
-				return
-			}
-		}
-	}
-	if k.guard != nil {
-		until := now.Add(k.tick)
-		for {
-			holder, err := k.guard.Holder(ctx, timing.TakeoverProbeWindow)
-			if err != nil {
-				// Without an answer from the guard, adding could put the VIP on two nodes.
-				k.log.Error(err, "Probing the LAN for another holder of the VIP failed; not adding it")
-				return
-			}
-			if holder == nil {
-				break
-			}
-			k.metrics.takeoverWaits.Inc()
-			k.metrics.vipHeldElsewhere.Set(1)
-			if k.heldElsewhere.String() != holder.String() {
-				k.log.Info("Another host still answers for the VIP; adding it once that stops", "mac", holder.String())
-			}
-			k.heldElsewhere = holder
-			if !k.clock.Now().Add(timing.TakeoverProbeRetry).Before(until) {
-				return
-			}
-			k.clock.Sleep(timing.TakeoverProbeRetry)
-		}
-		now = k.clock.Now()
-		if !now.Before(k.term.End) {
-			return
-		}
-		if k.heldElsewhere != nil {
-			k.log.Info("The VIP is no longer answered elsewhere", "mac", k.heldElsewhere.String())
-			k.heldElsewhere = nil
-		}
-		k.metrics.vipHeldElsewhere.Set(0)
-	}
-	if _, err := k.addr.Ensure(); err != nil {
-		k.log.Error(err, "Adding the VIP failed")
-		return
-	}
-	// As after a refresh: a freeze between the guard and the write may have carried this
-	// process past its term.
-	if !k.clock.Now().Before(k.term.End) {
-		k.dropLocked("the VIP was added after the term ended")
-		return
-	}
-	k.present = true
-	k.metrics.vipPresent.Set(1)
-	k.log.Info("VIP added", "termEnd", k.term.End.Format(time.RFC3339Nano))
-	k.burstFrom, k.nextBurst = now, 0
-	k.announceLocked(ctx, now)
+	return done
 }
 
 // announceLocked sends the takeover burst and then the periodic refresh.
@@ -329,7 +295,11 @@ func (k *keeper) announceLocked(ctx context.Context, now time.Time) {
 	} else {
 		k.nextARP = k.burstFrom.Add(k.burstOffsets[len(k.burstOffsets)-1] + k.arpInterval)
 	}
-	sent, err := k.announcer.Announce(ctx)
+	// The announcer checks the end of the term right before each packet: a process that
+	// froze after the term check must not announce a VIP that another node may hold now.
+	termCtx, cancel := context.WithDeadline(ctx, k.term.End)
+	defer cancel()
+	sent, err := k.announcer.Announce(termCtx)
 	k.metrics.garpSent.Add(float64(sent))
 	if err != nil {
 		k.log.Error(err, "Announcing the VIP failed")

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
@@ -53,7 +54,9 @@ func New(iface string, vip netip.Addr) (*Announcer, error) {
 	return a, nil
 }
 
-// Announce sends one round of announcements and reports how many packets were sent.
+// Announce sends one round of announcements and reports how many packets were sent. It
+// sends none once ctx's deadline has passed (the end of the sender's term), checked
+// before each packet.
 func (a *Announcer) Announce(ctx context.Context) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -87,7 +90,16 @@ func (a *Announcer) refreshInterface() error {
 	return nil
 }
 
-func (a *Announcer) sendARP(context.Context) (int, error) {
+// termOver returns an error once ctx's deadline has passed, by the clock rather than by
+// the context's timer: a process that resumes from a freeze may run before the timer does.
+func termOver(ctx context.Context) error {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("not announcing the VIP: its term ended at %s", d.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+func (a *Announcer) sendARP(ctx context.Context) (int, error) {
 	if a.arp == nil {
 		if err := a.refreshInterface(); err != nil {
 			return 0, err
@@ -104,6 +116,9 @@ func (a *Announcer) sendARP(context.Context) (int, error) {
 	}
 	sent := 0
 	for _, p := range packets {
+		if err := termOver(ctx); err != nil {
+			return sent, err
+		}
 		if err := a.arp.WriteTo(p, ethernet.Broadcast); err != nil {
 			// The socket may be stale (interface created again); the next announcement looks
 			// the interface up again by name and opens a new one.

@@ -5,14 +5,17 @@
 package arp
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 
+	"github.com/mdlayher/ndp"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
 )
 
 // ndpConn sends ICMPv6 on one interface.
@@ -25,7 +28,7 @@ func (c *ndpConn) Close() error { return c.raw.Close() }
 
 var allNodes = net.ParseIP("ff02::1")
 
-func (a *Announcer) sendNA(context.Context) (int, error) {
+func (a *Announcer) sendNA(ctx context.Context) (int, error) {
 	if a.ndp == nil {
 		if err := a.refreshInterface(); err != nil {
 			return 0, err
@@ -56,6 +59,9 @@ func (a *Announcer) sendNA(context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := termOver(ctx); err != nil {
+		return 0, err
+	}
 	cm := &ipv6.ControlMessage{HopLimit: 255, IfIndex: a.ifi.Index}
 	if _, err := a.ndp.pc.WriteTo(msg, cm, &net.IPAddr{IP: allNodes, Zone: a.ifi.Name}); err != nil {
 		_ = a.ndp.Close()
@@ -72,12 +78,136 @@ func UnsolicitedNA(mac net.HardwareAddr, target netip.Addr) ([]byte, error) {
 	if !target.Is6() || target.Is4In6() {
 		return nil, fmt.Errorf("%s is not an IPv6 address", target)
 	}
-	body := make([]byte, 4+16+8)
-	binary.BigEndian.PutUint32(body[0:4], 1<<29) // O (override); not solicited, not a router
-	t := target.As16()
-	copy(body[4:20], t[:])
-	body[20], body[21] = 2, 1 // option: target link-layer address, length 1 (8 bytes)
-	copy(body[22:28], mac)
-	m := icmp.Message{Type: ipv6.ICMPTypeNeighborAdvertisement, Code: 0, Body: &icmp.RawBody{Data: body}}
-	return m.Marshal(nil)
+	b, err := ndp.MarshalMessage(&ndp.NeighborAdvertisement{
+		Override: true, TargetAddress: target,
+		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: mac}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the neighbour advertisement: %w", err)
+	}
+	return b, nil
+}
+
+// ndpProbe asks for an IPv6 VIP as address resolution does, with a neighbour
+// solicitation to the VIP's solicited-node multicast address from this node's link-local
+// address (Neutron's port security allows it), and reads every neighbour advertisement for
+// the VIP from another host: the holder's answer, or its announcement. A holder's kernel
+// answers a multicast solicitation with the target link-layer address option, which names
+// its MAC.
+type ndpProbe struct {
+	conn         *net.IPConn
+	raw          syscall.RawConn
+	pc           *ipv6.PacketConn
+	ifi          *net.Interface
+	vip, self    netip.Addr
+	solicitation []byte
+	dst          *net.IPAddr
+	buf          []byte
+}
+
+func openNDPProbe(iface string, vip netip.Addr) (*ndpProbe, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("interface %q: %w", iface, err)
+	}
+	self, err := linkLocal(ifi)
+	if err != nil {
+		return nil, err
+	}
+	group, err := ndp.SolicitedNodeMulticast(vip)
+	if err != nil {
+		return nil, fmt.Errorf("the solicited-node address of %s: %w", vip, err)
+	}
+	solicitation, err := ndp.MarshalMessage(&ndp.NeighborSolicitation{
+		TargetAddress: vip,
+		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the neighbour solicitation: %w", err)
+	}
+	// Bound to the link-local address, the socket sends from it and receives on this
+	// interface only.
+	c, err := net.ListenPacket("ip6:ipv6-icmp", self.WithZone(ifi.Name).String())
+	if err != nil {
+		return nil, fmt.Errorf("opening an ICMPv6 socket on %s: %w", ifi.Name, err)
+	}
+	conn := c.(*net.IPConn)
+	p := &ndpProbe{
+		conn: conn, pc: ipv6.NewPacketConn(conn), ifi: ifi, vip: vip, self: self, solicitation: solicitation,
+		dst: &net.IPAddr{IP: group.AsSlice(), Zone: ifi.Name}, buf: make([]byte, 1500),
+	}
+	// Only neighbour advertisements are queued.
+	var filter ipv6.ICMPFilter
+	filter.SetAll(true)
+	filter.Accept(ipv6.ICMPTypeNeighborAdvertisement)
+	if p.raw, err = conn.SyscallConn(); err == nil {
+		err = p.pc.SetICMPFilter(&filter)
+	}
+	if err == nil {
+		err = p.pc.SetMulticastHopLimit(ndp.HopLimit)
+	}
+	if err == nil {
+		err = p.pc.SetMulticastInterface(ifi)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("setting up the ICMPv6 socket on %s: %w", ifi.Name, err)
+	}
+	return p, nil
+}
+
+func (p *ndpProbe) send() error {
+	if _, err := p.pc.WriteTo(p.solicitation, nil, p.dst); err != nil {
+		return fmt.Errorf("sending the neighbour solicitation on %s: %w", p.ifi.Name, err)
+	}
+	return nil
+}
+
+func (p *ndpProbe) drain() (string, error) {
+	holder := ""
+	for {
+		n, from, ok, err := recvQueued(p.raw, p.buf)
+		if err != nil || !ok {
+			return holder, err
+		}
+		m, err := ndp.ParseMessage(p.buf[:n])
+		na, isNA := m.(*ndp.NeighborAdvertisement)
+		if err != nil || !isNA || na.TargetAddress != p.vip {
+			continue
+		}
+		sender := ""
+		if sa, ok := from.(*unix.SockaddrInet6); ok {
+			if netip.AddrFrom16(sa.Addr) == p.self {
+				continue // this node's own announcement, looped back
+			}
+			sender = netip.AddrFrom16(sa.Addr).String()
+		}
+		for _, o := range na.Options {
+			if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
+				sender = lla.Addr.String()
+				if bytes.Equal(lla.Addr, p.ifi.HardwareAddr) {
+					sender = ""
+				}
+			}
+		}
+		if sender != "" {
+			holder = sender
+		}
+	}
+}
+
+func (p *ndpProbe) Close() error { return p.conn.Close() }
+
+// linkLocal is the interface's IPv6 link-local address.
+func linkLocal(ifi *net.Interface) (netip.Addr, error) {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", ifi.Name, err)
+	}
+	for _, a := range addrs {
+		if prefix, err := netip.ParsePrefix(a.String()); err == nil && prefix.Addr().Is6() && prefix.Addr().IsLinkLocalUnicast() {
+			return prefix.Addr(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv6 link-local address to probe the VIP from", ifi.Name)
 }

@@ -6,88 +6,105 @@ package arp
 
 import (
 	"bytes"
-	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"time"
+	"syscall"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 )
 
-// Prober asks the LAN whether another host still holds the VIP: the takeover guard. A
-// holder that crashed or froze keeps the VIP on its NIC until the kernel's lifetime of
-// the address runs out, and its kernel answers ARP for it meanwhile; a new leader that
-// adds the VIP only once nobody answers can never hold it at the same time.
-type Prober struct {
-	iface string
-	vip   netip.Addr
+// arpProbe asks for an IPv4 VIP with ARP requests, sent from this node's own address (not
+// from 0.0.0.0: Neutron's ARP anti-spoofing drops a sender address that is not the
+// port's), and reads every ARP packet whose sender address is the VIP from another MAC: a
+// reply, or another host's announcement.
+type arpProbe struct {
+	conn    *packet.Conn
+	raw     syscall.RawConn
+	ifi     *net.Interface
+	vip     netip.Addr
+	request []byte
+	buf     []byte
 }
 
-// NewProber returns a Prober for vip on the named interface. IPv6 VIPs are not probed
-// (Holder reports no holder): the guard covers IPv4 only.
-func NewProber(iface string, vip netip.Addr) *Prober {
-	return &Prober{iface: iface, vip: vip.Unmap()}
-}
-
-// Holder sends one ARP request for the VIP, from this node's own address (not from
-// 0.0.0.0: Neutron's ARP anti-spoofing drops a sender address that is not the port's), and
-// waits up to window for an ARP packet whose sender address is the VIP from another MAC: a
-// reply, or another host's announcement. It returns that MAC, or nil if nobody claimed the
-// VIP within window.
-func (p *Prober) Holder(ctx context.Context, window time.Duration) (net.HardwareAddr, error) {
-	if !p.vip.Is4() {
-		return nil, nil
-	}
-	ifi, err := net.InterfaceByName(p.iface)
+func openARPProbe(iface string, vip netip.Addr) (*arpProbe, error) {
+	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
-		return nil, fmt.Errorf("interface %q: %w", p.iface, err)
+		return nil, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	sender, err := senderAddress(ifi, p.vip)
+	sender, err := senderAddress(ifi, vip)
 	if err != nil {
 		return nil, err
 	}
-	c, err := dial(ifi, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = c.Close() }()
-
-	deadline := time.Now().Add(window)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	if err := c.SetDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("setting the ARP socket's deadline: %w", err)
-	}
-	request, err := arp.NewPacket(arp.OperationRequest, ifi.HardwareAddr, sender, ethernet.Broadcast, p.vip)
+	request, err := arp.NewPacket(arp.OperationRequest, ifi.HardwareAddr, sender, ethernet.Broadcast, vip)
 	if err != nil {
 		return nil, fmt.Errorf("building the ARP probe: %w", err)
 	}
-	if err := c.WriteTo(request, ethernet.Broadcast); err != nil {
-		return nil, fmt.Errorf("sending the ARP probe on %s: %w", ifi.Name, err)
+	payload, err := request.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("building the ARP probe: %w", err)
 	}
+	frame, err := (&ethernet.Frame{
+		Destination: ethernet.Broadcast, Source: ifi.HardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: payload,
+	}).MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("building the ARP probe: %w", err)
+	}
+	// The socket queues only ARP packets whose sender address is the VIP, so that it can
+	// stay open for a whole takeover on a busy LAN.
+	v4 := vip.As4()
+	filter, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 14 + 14, Size: 4}, // Ethernet header, then the ARP sender protocol address
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: binary.BigEndian.Uint32(v4[:]), SkipFalse: 1},
+		bpf.RetConstant{Val: 1 << 16},
+		bpf.RetConstant{Val: 0},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assembling the socket filter: %w", err)
+	}
+	conn, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ARP, &packet.Config{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("opening an ARP socket on %s: %w", ifi.Name, err)
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("the ARP socket on %s: %w", ifi.Name, err)
+	}
+	return &arpProbe{conn: conn, raw: raw, ifi: ifi, vip: vip, request: frame, buf: make([]byte, 1500)}, nil
+}
+
+func (p *arpProbe) send() error {
+	if _, err := p.conn.WriteTo(p.request, &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+		return fmt.Errorf("sending the ARP probe on %s: %w", p.ifi.Name, err)
+	}
+	return nil
+}
+
+func (p *arpProbe) drain() (string, error) {
+	holder := ""
 	for {
-		pkt, _, err := c.Read()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, nil
+		n, _, ok, err := recvQueued(p.raw, p.buf)
+		if err != nil || !ok {
+			return holder, err
 		}
-		if err != nil {
-			// The socket's errors come as *net.OpError; anything else is a frame that did not
-			// parse as ARP over Ethernet: skip it.
-			if opErr := (*net.OpError)(nil); errors.As(err, &opErr) {
-				return nil, fmt.Errorf("reading ARP on %s: %w", ifi.Name, err)
-			}
+		var f ethernet.Frame
+		var pkt arp.Packet
+		if f.UnmarshalBinary(p.buf[:n]) != nil || f.EtherType != ethernet.EtherTypeARP || pkt.UnmarshalBinary(f.Payload) != nil {
 			continue
 		}
-		if pkt.SenderIP == p.vip && !bytes.Equal(pkt.SenderHardwareAddr, ifi.HardwareAddr) {
-			return pkt.SenderHardwareAddr, nil
+		if pkt.SenderIP == p.vip && !bytes.Equal(pkt.SenderHardwareAddr, p.ifi.HardwareAddr) {
+			holder = pkt.SenderHardwareAddr.String()
 		}
 	}
 }
+
+func (p *arpProbe) Close() error { return p.conn.Close() }
 
 // senderAddress is the interface's first IPv4 address other than the VIP.
 func senderAddress(ifi *net.Interface, vip netip.Addr) (netip.Addr, error) {

@@ -20,10 +20,14 @@
 //     carried it past the end of its term.
 //   - A holder that died or froze cannot remove anything; its kernel still has the VIP
 //     until the address's lifetime runs out, and answers ARP for it. The next leader adds
-//     the VIP only after its takeover guard sent an ARP request for it and no other host
-//     answered within TakeoverProbeWindow; while one answers, it waits (probing every
-//     TakeoverProbeRetry). So the VIP is never added while another node holds it, however late
-//     the kernel removes an expired address.
+//     the VIP only after its takeover guard asked for it TakeoverProbes times in a row,
+//     TakeoverProbeInterval apart, and no other host answered within TakeoverReplyBound of
+//     any of them (ARP for IPv4, neighbour solicitation for IPv6); while one answers, it
+//     waits. So the VIP is never added while another node holds it, however late the
+//     kernel removes an expired address, provided that (the guard's assumptions) the nodes
+//     share the L2 segment, the holder's kernel answers (arp_ignore, arptables and
+//     ip6tables allow it), every answer arrives within TakeoverReplyBound and not
+//     TakeoverProbes answers in a row are lost.
 //
 // The kernel lifetime decides how long a dead or frozen holder's node keeps serving the
 // VIP, and so how long a takeover waits: the holder refreshes it until RefreshBy(S) =
@@ -31,8 +35,8 @@
 // takeover S + L at the latest, and the kernel removes it KernelExpiryLateness or so after
 // that. Until then that node still answers on the VIP (its kernel replies to ARP, its
 // kube-apiserver runs), and the next leader's guard waits; the VIP is absent on every node
-// only from that removal to the guard's next probe, about TakeoverProbeRetry +
-// TakeoverProbeWindow. The cost falls on a node that still answers ARP for the VIP but no
+// only from that removal to the guard's verdict, at most TakeoverSilence +
+// TakeoverProbeInterval. The cost falls on a node that still answers ARP for the VIP but no
 // longer serves (agent and kube-apiserver both dead): its clients wait up to
 // KernelExpiryLateness past the earliest takeover.
 //
@@ -49,15 +53,26 @@ import (
 )
 
 const (
-	// TakeoverProbeWindow is how long the takeover guard waits for another host's ARP
-	// answer for the VIP before it counts the VIP as free. An answering kernel replies
-	// within microseconds on a LAN (test/integration/vip TestTakeoverGuard measures the
-	// guard on the real kernel); the window only has to cover a busy softirq and the wire.
-	TakeoverProbeWindow = 30 * time.Millisecond
-	// TakeoverProbeRetry is the pause between two probes of the guard while another host
-	// still answers for the VIP: the takeover follows the old address's removal within
-	// about this plus one probe window.
-	TakeoverProbeRetry = 10 * time.Millisecond
+	// TakeoverProbeInterval is the pause between two requests of the takeover guard (an ARP
+	// request for an IPv4 VIP, a neighbour solicitation for an IPv6 one) while it decides
+	// whether another host still holds the VIP.
+	TakeoverProbeInterval = 10 * time.Millisecond
+	// TakeoverReplyBound is the longest a holder's answer may take, from the guard's request
+	// to its arrival in the guard's socket: the wire both ways, the holder's softirq and any
+	// queueing on the way. The guard reads what its socket has queued before every verdict,
+	// so the taking node's own scheduling does not count. test/integration/vip
+	// TestGuardSurvivesLateAndLostReplies delays every answer by 40 ms.
+	TakeoverReplyBound = 50 * time.Millisecond
+	// TakeoverProbes is how many requests in a row must each have had TakeoverReplyBound
+	// to be answered, with no answer or announcement from another host since the first of
+	// them, before the guard counts the VIP as free. A holder that answers is missed only
+	// if this many answers in a row are lost: with independent loss p, p^TakeoverProbes per
+	// verdict (1.6e-7 at 2 % loss).
+	TakeoverProbes = 4
+	// TakeoverSilence is the least time from the guard's first request to a "free"
+	// verdict: the takeover of a VIP that nobody holds costs this much, and the takeover
+	// after a crashed holder's kernel removed the VIP costs up to this plus one interval.
+	TakeoverSilence = (TakeoverProbes-1)*TakeoverProbeInterval + TakeoverReplyBound
 	// KernelExpiryLateness is how late the kernel is expected to remove an IPv4 address
 	// after its valid_lft ran out, on a host where no other address changed in the last
 	// second. Linux's lifetime check (devinet.c check_lifetime) rounds its next run up to a
@@ -67,9 +82,8 @@ const (
 	// at worst 216 to 404 ms, by the run, on the 2-core machine this project is tested on.
 	// The refresh schedule does not subtract it (RefreshBy): a dead holder's node keeps
 	// answering on the VIP for about this long after the earliest takeover, and the next
-	// leader's guard adds the VIP right after. It is not a safety bound for IPv4: a later
-	// kernel only makes the guard wait longer. Lapse uses it, and an IPv6 takeover, which
-	// has no guard, waits this long (agent keeper).
+	// leader's guard adds the VIP right after. It is not a safety bound: a later kernel
+	// only makes the guard wait longer. Lapse uses it.
 	KernelExpiryLateness = 300 * time.Millisecond
 	// KernelExpiryEarliness is how early the kernel may remove an address: it counts an
 	// address as expired HZ/50 before its lifetime ends (at most 20 ms, at HZ=50+). The

@@ -6,168 +6,60 @@ package vip_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net"
-	"os/exec"
+	"net/netip"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
-	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
 // TestTakeoverGuard: the old holder crashed right after refreshing the VIP (valid_lft 1s), so
 // its kernel keeps the address, and answers ARP for it, until the lifetime ran out and the
 // kernel's lifetime check came round. The new leader, on another node of the LAN, probes as
-// the agent's keeper does (timing.TakeoverProbeWindow) and adds the VIP only once nobody
-// answers. Both NICs are sampled every millisecond: the VIP is never on both, whatever the
-// kernel's lateness, and the takeover follows the old address's removal within a probe
-// round. Without the guard the new leader would add the VIP at once, while the old one
-// still has it for about a second.
+// the agent's keeper does and adds the VIP only once nobody answers. Both NICs are sampled
+// every millisecond: the VIP is never on both, whatever the kernel's lateness, and the
+// takeover follows the old address's removal within a probe round. Without the guard the
+// new leader would add the VIP at once, while the old one still has it for about a second.
 func TestTakeoverGuard(t *testing.T) {
-	framework.RequireRoot(t)
-	const (
-		oldIP = "198.18.5.1/24"
-		newIP = "198.18.5.2/24"
-		// probeEvery is the keeper's pause between probes while another host answers.
-		probeEvery = timing.TakeoverProbeRetry
-	)
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	suffix := hex.EncodeToString(b)
-	oldNS, newNS := "kvg-old-"+suffix, "kvg-new-"+suffix
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{oldNS, newNS} {
-		ip("netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	// One veth pair is the LAN between the two nodes.
-	ip("-n", oldNS, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", newNS)
-	ip("-n", oldNS, "addr", "add", oldIP, "dev", "eth0")
-	ip("-n", newNS, "addr", "add", newIP, "dev", "eth0")
-	ip("-n", oldNS, "link", "set", "eth0", "up")
-	ip("-n", newNS, "link", "set", "eth0", "up")
-
-	handle := func(name string) *netlink.Handle {
-		ns, err := netns.GetFromName(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ns.Close() })
-		h, err := netlink.NewHandleAt(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(h.Close)
-		return h
-	}
-	oldH, newH := handle(oldNS), handle(newNS)
-	has := func(h *netlink.Handle) bool {
-		link, err := h.LinkByName("eth0")
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		addrs, err := h.AddrList(link, netlink.FAMILY_V4)
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		for _, a := range addrs {
-			if a.IP.Equal(net.IP(address.AsSlice())) {
-				return true
-			}
-		}
-		return false
-	}
-
+	n := newTwoNodes(t, lanIPv4, nil)
 	for round := range 3 {
-		// The old holder's last refresh, then its crash: nobody refreshes or removes it.
-		ip("-n", oldNS, "addr", "add", address.String()+"/32", "dev", "eth0", "valid_lft", "1", "preferred_lft", "0")
-		refreshed := time.Now()
+		refreshed := n.crashedHolder()
+		s := n.sample()
+		waits, holder := takeover(t, n.newNS, n.vip, func() error { return n.addVIP(n.newNS) })
+		s.done()
 
-		// The sampler: both NICs every millisecond until the new leader has the VIP.
-		var (
-			mu              sync.Mutex
-			both            int
-			oldGone, newOn  time.Time
-			stopSampling    = make(chan struct{})
-			samplerFinished = make(chan struct{})
-		)
-		go func() {
-			defer close(samplerFinished)
-			for {
-				select {
-				case <-stopSampling:
-					return
-				default:
-				}
-				o, n := has(oldH), has(newH)
-				now := time.Now()
-				mu.Lock()
-				if o && n {
-					both++
-				}
-				if !o && oldGone.IsZero() {
-					oldGone = now
-				}
-				if n && newOn.IsZero() {
-					newOn = now
-				}
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-			}
-		}()
-
-		// The new leader: probe from inside its namespace, add once nobody answers.
-		waits, oldMAC := takeover(t, newNS, probeEvery, func() error {
-			return exec.Command("ip", "-n", newNS, "addr", "add", address.String()+"/32", "dev", "eth0").Run()
-		})
-		time.Sleep(50 * time.Millisecond)
-		close(stopSampling)
-		<-samplerFinished
-
-		mu.Lock()
-		if both != 0 {
-			t.Errorf("round %d: the VIP was on both nodes in %d samples", round, both)
+		s.mu.Lock()
+		if s.both != 0 {
+			t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both)
 		}
-		if waits == 0 || oldMAC == nil {
+		if waits == 0 || holder == "" {
 			t.Errorf("round %d: the guard never saw the old holder answer (it holds the VIP for about a second)", round)
 		}
-		if oldGone.IsZero() || newOn.IsZero() {
-			t.Fatalf("round %d: old removed at %v, new added at %v", round, oldGone, newOn)
+		if s.oldGone.IsZero() || s.newOn.IsZero() {
+			t.Fatalf("round %d: old removed at %v, new added at %v", round, s.oldGone, s.newOn)
 		}
-		lateness := oldGone.Sub(refreshed) - time.Second
-		gap := newOn.Sub(oldGone)
+		lateness := s.oldGone.Sub(refreshed) - time.Second
+		gap := s.newOn.Sub(s.oldGone)
 		t.Logf("round %d: the kernel removed the old holder's VIP %s after its lifetime; the guard waited %d probe rounds and the new leader had it %s later",
 			round, lateness.Round(time.Millisecond), waits, gap.Round(time.Millisecond))
-		// One pause between probes plus the probe window and an add: the takeover follows
-		// the old address promptly, not a lease later.
-		if limit := probeEvery + timing.TakeoverProbeWindow + 50*time.Millisecond; gap > limit {
-			t.Errorf("round %d: the new leader added the VIP %s after the old one's was gone, more than a probe round (%s)", round, gap, limit)
+		// The guard's silence plus a request interval and an add: the takeover follows the
+		// old address promptly, not a lease later.
+		if limit := timing.TakeoverSilence + timing.TakeoverProbeInterval + 50*time.Millisecond; gap > limit {
+			t.Errorf("round %d: the new leader added the VIP %s after the old one's was gone, more than the guard's silence (%s)", round, gap, limit)
 		}
-		mu.Unlock()
-		ip("-n", newNS, "addr", "del", address.String()+"/32", "dev", "eth0")
+		s.mu.Unlock()
+		n.delVIP(n.newNS)
 	}
 }
 
-// takeover runs the guard in namespace ns, as the keeper does: a probe every tick until no
-// other host answers for the VIP, then add. It returns how many probes found a holder and
-// the holder's MAC.
-func takeover(t *testing.T, ns string, tick time.Duration, add func() error) (waits int, holder net.HardwareAddr) {
+// takeover runs the guard in namespace ns, as the keeper does: one session of the guard a
+// tick at a time until it finds the VIP free, then add. It returns how many ticks found a
+// holder, and the holder.
+func takeover(t *testing.T, ns string, vip netip.Addr, add func() error) (waits int, holder string) {
 	t.Helper()
 	done := make(chan struct{})
 	var probeErr error
@@ -184,22 +76,25 @@ func takeover(t *testing.T, ns string, tick time.Duration, add func() error) (wa
 			probeErr = err
 			return
 		}
-		prober := arp.NewProber("eth0", address)
+		guard := arp.NewGuard("eth0", vip)
+		defer func() { _ = guard.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		since := time.Now()
 		for ctx.Err() == nil {
-			mac, err := prober.Holder(ctx, timing.TakeoverProbeWindow)
+			free, who, err := guard.Free(ctx, since, time.Now().Add(timing.KeeperTick))
 			if err != nil {
 				probeErr = err
 				return
 			}
-			if mac == nil {
+			if free {
 				probeErr = add()
 				return
 			}
-			waits++
-			holder = mac
-			time.Sleep(tick)
+			if who != "" {
+				waits++
+				holder = who
+			}
 		}
 		probeErr = ctx.Err()
 	}()

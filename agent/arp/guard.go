@@ -1,0 +1,175 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package arp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// Guard asks the LAN whether another host still holds the VIP: the takeover guard. A
+// holder that crashed or froze keeps the VIP on its NIC until the kernel's lifetime of the
+// address runs out, and its kernel answers for it meanwhile (ARP for IPv4, neighbour
+// advertisements for IPv6); a new leader that adds the VIP only once nobody answers never
+// holds it at the same time.
+//
+// The verdict "free" needs timing.TakeoverProbes requests in a row, each at least
+// timing.TakeoverReplyBound old, and no claim of the VIP by another host read since the
+// first of them. Claims are read from a socket that stays open for the whole takeover and
+// is drained, without blocking, right before every verdict: an answer that arrived while
+// this process was not scheduled is still counted, a late one still stops a verdict that
+// comes after it, and one lost answer only costs another request.
+//
+// A Guard is not safe for concurrent use.
+type Guard struct {
+	iface string
+	vip   netip.Addr
+	now   func() time.Time
+
+	probe  probe
+	since  time.Time   // the takeover this session belongs to
+	silent []time.Time // requests sent since the last claim, oldest first
+}
+
+// probe is one address family's way to ask for the VIP and to read the claims.
+type probe interface {
+	// send sends one request for the VIP.
+	send() error
+	// drain reads every claim of the VIP by another host that the socket has queued,
+	// without blocking, and names the last one's sender ("" for none).
+	drain() (string, error)
+	Close() error
+}
+
+// NewGuard returns the guard for vip on the named interface. It opens its socket on the
+// first call of Free.
+func NewGuard(iface string, vip netip.Addr) *Guard {
+	return &Guard{iface: iface, vip: vip.Unmap(), now: time.Now}
+}
+
+// Free probes until the VIP counts as free or until the clock reaches until (or ctx is
+// done). It returns free, or the host (its MAC, or for IPv6 without a link-layer option
+// its address) that claimed the VIP during this call. Calls with the same since continue
+// one session, so that a takeover may probe a tick at a time; a new since starts over.
+func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, holder string, err error) {
+	if !since.Equal(g.since) || g.probe == nil {
+		if err := g.Close(); err != nil {
+			return false, "", err
+		}
+		if g.probe, err = g.open(); err != nil {
+			return false, "", err
+		}
+		g.since = since
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(until) {
+		until = d
+	}
+	for {
+		// The clock first, then the socket: everything that arrived by this verdict is read.
+		now := g.now()
+		who, err := g.probe.drain()
+		if err != nil {
+			return false, holder, g.fail(err)
+		}
+		if who != "" {
+			holder, g.silent = who, g.silent[:0]
+		}
+		if g.unanswered(now) >= timing.TakeoverProbes {
+			return true, holder, nil
+		}
+		if !now.Before(until) || ctx.Err() != nil {
+			return false, holder, nil
+		}
+		next := now
+		if n := len(g.silent); n > 0 {
+			next = g.silent[n-1].Add(timing.TakeoverProbeInterval)
+		}
+		if !now.Before(next) {
+			if err := g.probe.send(); err != nil {
+				return false, holder, g.fail(err)
+			}
+			// Stamped after the write: the answer's bound runs from no earlier than this.
+			g.silent = append(g.silent, g.now())
+			next = g.now().Add(timing.TakeoverProbeInterval)
+		}
+		if n := len(g.silent) - timing.TakeoverProbes; n >= 0 {
+			if verdict := g.silent[n].Add(timing.TakeoverReplyBound); verdict.Before(next) {
+				next = verdict
+			}
+		}
+		if next.After(until) {
+			next = until
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(next.Sub(g.now())):
+		}
+	}
+}
+
+// unanswered counts the requests sent since the last claim that have had the reply bound.
+func (g *Guard) unanswered(now time.Time) int {
+	n := 0
+	for _, sent := range g.silent {
+		if now.Sub(sent) >= timing.TakeoverReplyBound {
+			n++
+		}
+	}
+	return n
+}
+
+// fail closes the session: the next call starts over with a new socket (the interface may
+// have been created again).
+func (g *Guard) fail(err error) error {
+	_ = g.Close()
+	return err
+}
+
+// Close ends the session and closes its socket.
+func (g *Guard) Close() error {
+	g.silent = g.silent[:0]
+	g.since = time.Time{}
+	if g.probe == nil {
+		return nil
+	}
+	err := g.probe.Close()
+	g.probe = nil
+	return err
+}
+
+func (g *Guard) open() (probe, error) {
+	if g.vip.Is4() {
+		return openARPProbe(g.iface, g.vip)
+	}
+	return openNDPProbe(g.iface, g.vip)
+}
+
+// recvQueued reads one packet that the socket has queued, without waiting; ok is false
+// when there is none. (A read under a deadline would not do: Go checks the deadline before
+// it reads, so a packet that waits while this process was late would never be read.)
+func recvQueued(rc syscall.RawConn, buf []byte) (n int, from unix.Sockaddr, ok bool, err error) {
+	var recvErr error
+	err = rc.Control(func(fd uintptr) {
+		n, from, recvErr = unix.Recvfrom(int(fd), buf, unix.MSG_DONTWAIT)
+	})
+	if err == nil {
+		err = recvErr
+	}
+	if errors.Is(err, unix.EAGAIN) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("reading the guard's socket: %w", err)
+	}
+	return n, from, true, nil
+}

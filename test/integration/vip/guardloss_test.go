@@ -1,0 +1,54 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package vip_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	knetns "github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// slowLossyLAN is the old holder's egress in TestGuardSurvivesLateAndLostReplies: every
+// frame 40 ms late, 2 % of them lost.
+var slowLossyLAN = knetns.Impairment{Delay: 40 * time.Millisecond, Loss: 0.02}
+
+// TestGuardSurvivesLateAndLostReplies: the old holder crashed right after a refresh and
+// its kernel answers for the VIP for about another second, but every frame it sends is
+// 40 ms late and 2 % are lost (a relay between the nodes plays tc netem). The new leader's
+// guard must keep waiting while the old holder answers: both NICs, sampled every
+// millisecond, never have the VIP at once.
+func TestGuardSurvivesLateAndLostReplies(t *testing.T) {
+	for _, fam := range []struct {
+		name string
+		lan  lanFamily
+	}{{"IPv4", lanIPv4}, {"IPv6", lanIPv6}} {
+		t.Run(fam.name, func(t *testing.T) {
+			n := newTwoNodes(t, fam.lan, &slowLossyLAN)
+			for round := range 5 {
+				refreshed := n.crashedHolder()
+				s := n.sample()
+				waits, holder := takeover(t, n.newNS, n.vip, func() error { return n.addVIP(n.newNS) })
+				s.done()
+				s.mu.Lock()
+				if s.both != 0 {
+					t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both)
+				}
+				if waits == 0 || holder == "" {
+					t.Errorf("round %d: the guard never saw the old holder answer (it holds the VIP for about a second)", round)
+				}
+				if !s.oldGone.IsZero() && !s.newOn.IsZero() {
+					t.Logf("round %d: the old holder's VIP went %s after its lifetime; the new leader had it %s later (%d probe rounds found it held)",
+						round, (s.oldGone.Sub(refreshed) - time.Second).Round(time.Millisecond), s.newOn.Sub(s.oldGone).Round(time.Millisecond), waits)
+				}
+				s.mu.Unlock()
+				n.delVIP(n.newNS)
+				n.waitGone(n.oldH)
+			}
+			_ = timing.KeeperTick
+		})
+	}
+}

@@ -1,0 +1,207 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package vip_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	knetns "github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// twoNodes is a LAN of two namespaces, the old holder and the new leader, each with eth0.
+type twoNodes struct {
+	t            *testing.T
+	oldNS, newNS string
+	oldH, newH   *netlink.Handle
+	vip          netip.Addr
+}
+
+// lanFamily is one address family's addressing of the test LAN: the nodes' own addresses
+// and the VIP, from the ranges the project's tests use (never routed: the namespaces have
+// no default route).
+type lanFamily struct {
+	oldIP, newIP string
+	vip          netip.Addr
+}
+
+var (
+	lanIPv4 = lanFamily{oldIP: "198.18.5.1/24", newIP: "198.18.5.2/24", vip: address}
+	lanIPv6 = lanFamily{oldIP: "2001:db8:5::1/64", newIP: "2001:db8:5::2/64", vip: netip.MustParseAddr("2001:db8:5::100")}
+)
+
+// newTwoNodes builds the LAN: one veth pair, or, with an impairment, two veth pairs
+// through a relay namespace that delays and drops what the old holder sends.
+func newTwoNodes(t *testing.T, fam lanFamily, impair *knetns.Impairment) *twoNodes {
+	t.Helper()
+	framework.RequireRoot(t)
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	suffix := hex.EncodeToString(b)
+	n := &twoNodes{t: t, oldNS: "kvg-old-" + suffix, newNS: "kvg-new-" + suffix, vip: fam.vip}
+	names := []string{n.oldNS, n.newNS}
+	relayNS := "kvg-rel-" + suffix
+	if impair != nil {
+		names = append(names, relayNS)
+	}
+	for _, ns := range names {
+		n.ip("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		// The VIP is added without DAD, as the agent does; the nodes' own addresses, too,
+		// so that they are usable at once.
+		n.ip("netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0")
+	}
+	if impair == nil {
+		n.ip("-n", n.oldNS, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", n.newNS)
+	} else {
+		n.ip("-n", n.oldNS, "link", "add", "eth0", "type", "veth", "peer", "name", "old", "netns", relayNS)
+		n.ip("-n", n.newNS, "link", "add", "eth0", "type", "veth", "peer", "name", "new", "netns", relayNS)
+		n.ip("-n", relayNS, "link", "set", "old", "up")
+		n.ip("-n", relayNS, "link", "set", "new", "up")
+		link, err := knetns.StartImpairedLink(relayNS, "old", "new", *impair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			relayed, dropped := link.Stop()
+			t.Logf("the relay passed %d frames from the old holder and dropped %d", relayed, dropped)
+		})
+	}
+	n.ip("-n", n.oldNS, "addr", "add", fam.oldIP, "dev", "eth0")
+	n.ip("-n", n.newNS, "addr", "add", fam.newIP, "dev", "eth0")
+	n.ip("-n", n.oldNS, "link", "set", "eth0", "up")
+	n.ip("-n", n.newNS, "link", "set", "eth0", "up")
+	n.oldH, n.newH = n.handle(n.oldNS), n.handle(n.newNS)
+	return n
+}
+
+func (n *twoNodes) ip(args ...string) {
+	n.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+func (n *twoNodes) handle(name string) *netlink.Handle {
+	ns, err := vnetns.GetFromName(name)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() { _ = ns.Close() })
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(h.Close)
+	return h
+}
+
+// has reports whether the node's eth0 has the VIP.
+func (n *twoNodes) has(h *netlink.Handle) bool {
+	link, err := h.LinkByName("eth0")
+	if err != nil {
+		n.t.Error(err)
+		return false
+	}
+	addrs, err := h.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		n.t.Error(err)
+		return false
+	}
+	for _, a := range addrs {
+		if a.IP.Equal(net.IP(n.vip.AsSlice())) {
+			return true
+		}
+	}
+	return false
+}
+
+// crashedHolder puts the VIP on the old holder as its last refresh would (valid_lft 1 s),
+// after which nobody refreshes or removes it.
+func (n *twoNodes) crashedHolder() time.Time {
+	n.ip("-n", n.oldNS, "addr", "add", n.vip.String()+"/"+bits(n.vip), "dev", "eth0", "valid_lft", "1", "preferred_lft", "0", "nodad")
+	return time.Now()
+}
+
+func bits(a netip.Addr) string {
+	if a.Is4() {
+		return "32"
+	}
+	return "128"
+}
+
+// sampling is both NICs sampled every millisecond.
+type sampling struct {
+	mu             sync.Mutex
+	both           int
+	oldGone, newOn time.Time
+	stop, finished chan struct{}
+}
+
+func (n *twoNodes) sample() *sampling {
+	s := &sampling{stop: make(chan struct{}), finished: make(chan struct{})}
+	go func() {
+		defer close(s.finished)
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			o, nw := n.has(n.oldH), n.has(n.newH)
+			now := time.Now()
+			s.mu.Lock()
+			if o && nw {
+				s.both++
+			}
+			if !o && s.oldGone.IsZero() {
+				s.oldGone = now
+			}
+			if nw && s.newOn.IsZero() {
+				s.newOn = now
+			}
+			s.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return s
+}
+
+// done stops the sampler 50 ms later (the old holder's VIP may still be going).
+func (s *sampling) done() {
+	time.Sleep(50 * time.Millisecond)
+	close(s.stop)
+	<-s.finished
+}
+
+// addVIP puts the VIP on the named node as the agent does (no lifetime here: the test
+// removes it).
+func (n *twoNodes) addVIP(ns string) error {
+	return exec.Command("ip", "-n", ns, "addr", "add", n.vip.String()+"/"+bits(n.vip), "dev", "eth0", "nodad").Run()
+}
+
+func (n *twoNodes) delVIP(ns string) {
+	n.ip("-n", ns, "addr", "del", n.vip.String()+"/"+bits(n.vip), "dev", "eth0")
+}
+
+// waitGone waits until the node's kernel removed the VIP (its lifetime ran out).
+func (n *twoNodes) waitGone(h *netlink.Handle) {
+	for end := time.Now().Add(5 * time.Second); n.has(h); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			n.t.Fatal("the old holder's VIP outlived its lifetime by 4 s")
+		}
+	}
+}

@@ -1,0 +1,162 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mdlayher/packet"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Impairment is what a relay does to the frames of one direction: tc netem's delay and loss.
+type Impairment struct {
+	// Delay holds every frame this long.
+	Delay time.Duration
+	// Loss is the probability that a frame is dropped.
+	Loss float64
+}
+
+// ImpairedLink relays Ethernet frames between two interfaces of one namespace, the frames
+// entering at the first one delayed and dropped as its Impairment says. It is tc netem in
+// user space: the test machine's kernel is built without sch_netem.
+type ImpairedLink struct {
+	a, b    *packet.Conn
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	relayed int
+	dropped int
+}
+
+// StartImpairedLink starts relaying between interfaces a and b of the named namespace;
+// the frames that arrive at a leave b after fromA's delay, unless fromA drops them, and
+// the frames that arrive at b leave a at once.
+func StartImpairedLink(ns, a, b string, fromA Impairment) (*ImpairedLink, error) {
+	l := &ImpairedLink{}
+	err := inNamed(ns, func() error {
+		var err error
+		if l.a, err = relaySocket(a); err != nil {
+			return err
+		}
+		if l.b, err = relaySocket(b); err != nil {
+			_ = l.a.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.wg.Go(func() { l.relay(l.a, l.b, fromA) })
+	l.wg.Go(func() { l.relay(l.b, l.a, Impairment{}) })
+	return l, nil
+}
+
+// Stop ends the relay and reports how many frames it relayed and dropped from a.
+func (l *ImpairedLink) Stop() (relayed, dropped int) {
+	_ = l.a.Close()
+	_ = l.b.Close()
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.relayed, l.dropped
+}
+
+func (l *ImpairedLink) relay(from, to *packet.Conn, imp Impairment) {
+	type frame struct {
+		due time.Time
+		b   []byte
+	}
+	// Frames leave in order, each at its due time: one writer behind a queue.
+	queue := make(chan frame, 4096)
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for f := range queue {
+			time.Sleep(time.Until(f.due))
+			_, _ = to.WriteTo(f.b, &packet.Addr{HardwareAddr: net.HardwareAddr(f.b[0:6])})
+		}
+	})
+	defer writer.Wait()
+	defer close(queue)
+	buf := make([]byte, 65536)
+	for {
+		n, _, err := from.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		if n < 14 {
+			continue
+		}
+		arrived := time.Now()
+		if imp.Loss > 0 && rand.Float64() < imp.Loss {
+			l.mu.Lock()
+			l.dropped++
+			l.mu.Unlock()
+			continue
+		}
+		l.mu.Lock()
+		l.relayed++
+		l.mu.Unlock()
+		queue <- frame{due: arrived.Add(imp.Delay), b: append([]byte(nil), buf[:n]...)}
+	}
+}
+
+// relaySocket opens a packet socket for every frame that arrives at the named interface
+// (promiscuous; the frames it sends itself are not read back).
+func relaySocket(name string) (*packet.Conn, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", name, err)
+	}
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("packet socket on %s: %w", name, err)
+	}
+	rc, err := c.SyscallConn()
+	if err == nil {
+		var serr error
+		err = rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+		})
+		err = errors.Join(err, serr)
+	}
+	if err == nil {
+		err = c.SetPromiscuous(true)
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("relay socket on %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// inNamed runs fn on a thread inside the named namespace (sockets opened there stay in it).
+func inNamed(name string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// The thread is not unlocked: it ends with the goroutine instead of returning to the
+		// pool in another namespace.
+		runtime.LockOSThread()
+		h, err := vnetns.GetFromName(name)
+		if err != nil {
+			errc <- fmt.Errorf("namespace %s: %w", name, err)
+			return
+		}
+		defer func() { _ = h.Close() }()
+		if err := vnetns.Set(h); err != nil {
+			errc <- fmt.Errorf("entering namespace %s: %w", name, err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
