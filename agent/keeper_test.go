@@ -7,7 +7,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -19,8 +18,10 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
+var timingDefaults = timing.Defaults()
+
 // termAt is the term that a renewal started at start gives with the default timings.
-func termAt(start time.Time) timing.Term { return timing.Defaults().TermFrom(start) }
+func termAt(start time.Time) timing.Term { return timingDefaults.TermFrom(start) }
 
 // fakeAddress is a VIP on an imaginary NIC.
 type fakeAddress struct {
@@ -31,10 +32,14 @@ type fakeAddress struct {
 	ensures    int
 	removes    int
 	failNext   error
+	failAlways error
 	failRemove error
 }
 
 func (f *fakeAddress) Ensure() (bool, error) {
+	if f.failAlways != nil {
+		return false, f.failAlways
+	}
 	if f.failNext != nil {
 		err := f.failNext
 		f.failNext = nil
@@ -248,74 +253,6 @@ func TestAddFailureIsRetried(t *testing.T) {
 	}
 }
 
-// fakeGuard plays the LAN: another host answers for the VIP until freeAt.
-type fakeGuard struct {
-	clock  *clocktesting.FakeClock
-	freeAt time.Time
-	err    error
-	probes int
-}
-
-func (g *fakeGuard) Holder(context.Context, time.Duration) (net.HardwareAddr, error) {
-	g.probes++
-	if g.err != nil {
-		return nil, g.err
-	}
-	if g.clock.Now().Before(g.freeAt) {
-		return net.HardwareAddr{2, 0, 0, 0, 0, 9}, nil
-	}
-	return nil, nil
-}
-
-// The takeover guard: while a crashed or frozen former holder's kernel still answers for the
-// VIP, the new leader does not add it; it adds it on the first tick after that stops, also
-// late in its term (after RefreshBy), and says why it waited.
-func TestTakeoverWaitsWhileAnotherHostAnswers(t *testing.T) {
-	k, addr, _, clk := newTestKeeper(t)
-	term := termAt(clk.Now())
-	g := &fakeGuard{clock: clk, freeAt: term.RefreshBy.Add(150 * time.Millisecond)}
-	k.guard = g
-	k.Leading(term, true)
-	for clk.Now().Before(g.freeAt) {
-		if addr.present {
-			t.Fatalf("at %v the VIP was added while another host still answers for it", clk.Now().Sub(term.Start))
-		}
-		if got := testutil.ToFloat64(k.metrics.vipHeldElsewhere); got != 1 {
-			t.Fatalf("vip_held_elsewhere = %v while waiting, want 1", got)
-		}
-		clk.Step(k.tick)
-		k.reconcile(context.Background())
-	}
-	if !addr.present {
-		t.Fatalf("the VIP was not added on the first tick after the other host stopped answering (%v into the term)", clk.Now().Sub(term.Start))
-	}
-	if got := testutil.ToFloat64(k.metrics.vipHeldElsewhere); got != 0 {
-		t.Fatalf("vip_held_elsewhere = %v after the takeover, want 0", got)
-	}
-	if got := testutil.ToFloat64(k.metrics.takeoverWaits); got < 2 {
-		t.Fatalf("takeover_waits_total = %v, want one per probe that found the VIP held", got)
-	}
-	// Once on, refreshes do not probe.
-	probes := g.probes
-	k.Leading(termAt(clk.Now()), false)
-	advance(k, clk, 500*time.Millisecond)
-	if g.probes != probes {
-		t.Fatalf("%d probes while holding the VIP, want none", g.probes-probes)
-	}
-}
-
-// A guard that cannot tell (its socket failed) keeps the VIP off: adding could put it on two
-// nodes.
-func TestTakeoverStaysOffWhenTheGuardFails(t *testing.T) {
-	k, addr, _, clk := newTestKeeper(t)
-	k.guard = &fakeGuard{clock: clk, err: errors.New("socket: operation not permitted")}
-	k.Leading(termAt(clk.Now()), true)
-	advance(k, clk, 300*time.Millisecond)
-	if addr.present {
-		t.Fatal("the VIP was added although the guard could not probe")
-	}
-}
-
 func TestFailedRemovalKeepsTheLeaseAndIsRetried(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	k.Leading(termAt(clk.Now()), true)
@@ -415,29 +352,5 @@ func TestFollowerSweepsOncePerSecond(t *testing.T) {
 	advance(k, clk, followerSweep)
 	if addr.present {
 		t.Fatal("a follower kept a VIP put there by hand for more than a second")
-	}
-}
-
-// An IPv6 VIP cannot be probed: the takeover waits KernelExpiryLateness from the start of
-// its term, the time the schedule gives a dead holder's kernel to remove its VIP (which ran
-// out by the kernel's clock by then), and adds it at that moment, not a tick later.
-func TestUnprobedTakeoverWaitsForTheKernel(t *testing.T) {
-	k, addr, _, clk := newTestKeeper(t)
-	k.unprobed = true
-	term := termAt(clk.Now())
-	ready := term.Start.Add(timing.KernelExpiryLateness)
-	k.Leading(term, true)
-	for clk.Now().Before(ready) {
-		if addr.present {
-			t.Fatalf("the VIP was added %v into the term, before %s", clk.Now().Sub(term.Start), timing.KernelExpiryLateness)
-		}
-		clk.Step(k.tick)
-		k.reconcile(context.Background())
-	}
-	if !addr.present || addr.ensures != 1 {
-		t.Fatalf("the VIP is not on %v into the term (%d adds)", clk.Now().Sub(term.Start), addr.ensures)
-	}
-	if got := clk.Now().Sub(term.Start); got != timing.KernelExpiryLateness {
-		t.Fatalf("added %v into the term, want at %s", got, timing.KernelExpiryLateness)
 	}
 }
