@@ -128,7 +128,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	elector, err = election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
-		Timings:  cfg.timings(),
+		Timings: cfg.timings(),
 		// A keeper that could not put the VIP on for failureGrace makes the node give the
 		// lead up, so that a peer serves.
 		Eligible: func() bool { return monitor.Healthy() && k.fit() },

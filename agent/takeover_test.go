@@ -131,7 +131,9 @@ func TestProbingDoesNotBlockTheKeeper(t *testing.T) {
 // (which then gives the Lease up for a peer to serve); a new term starts fit again.
 func TestAKeeperThatCannotAddTheVIPGivesTheLeadUp(t *testing.T) {
 	for name, broken := range map[string]func(*keeper, *fakeAddress){
-		"guard":   func(k *keeper, _ *fakeAddress) { k.guard = &fakeGuard{err: errors.New("socket: operation not permitted")} },
+		"guard": func(k *keeper, _ *fakeAddress) {
+			k.guard = &fakeGuard{err: errors.New("socket: operation not permitted")}
+		},
 		"address": func(_ *keeper, a *fakeAddress) { a.failAlways = errors.New("netlink: operation not permitted") },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -66,10 +66,11 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 		if err := g.Close(); err != nil {
 			return false, "", err
 		}
-		if g.probe, err = g.open(); err != nil {
+		p, err := g.open()
+		if err != nil {
 			return false, "", err
 		}
-		g.since = since
+		g.probe, g.since = p, since
 	}
 	if d, ok := ctx.Deadline(); ok && d.Before(until) {
 		until = d

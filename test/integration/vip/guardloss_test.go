@@ -5,6 +5,7 @@
 package vip_test
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ func TestGuardSurvivesLateAndLostReplies(t *testing.T) {
 				waits, holder := takeover(t, n.newNS, n.vip, func() error { return n.addVIP(n.newNS) })
 				s.done()
 				s.mu.Lock()
+				if round == 0 {
+					t.Logf("the sampler read both NICs %d times in %s", s.samples, time.Since(refreshed).Round(time.Millisecond))
+				}
 				if s.both != 0 {
 					t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both)
 				}
@@ -48,7 +52,37 @@ func TestGuardSurvivesLateAndLostReplies(t *testing.T) {
 				n.delVIP(n.newNS)
 				n.waitGone(n.oldH)
 			}
-			_ = timing.KeeperTick
+		})
+	}
+}
+
+// TestGuardVerdictOnAQuietLAN: nobody holds the VIP (the whole old node died). The guard
+// finds it free after TakeoverProbes unanswered requests, each given TakeoverReplyBound:
+// TakeoverSilence after its first request, plus this machine's scheduling.
+func TestGuardVerdictOnAQuietLAN(t *testing.T) {
+	for _, fam := range []struct {
+		name string
+		lan  lanFamily
+	}{{"IPv4", lanIPv4}, {"IPv6", lanIPv6}} {
+		t.Run(fam.name, func(t *testing.T) {
+			n := newTwoNodes(t, fam.lan, nil)
+			var worst, best time.Duration
+			for round := range 10 {
+				start := time.Now()
+				waits, _ := takeover(t, n.newNS, n.vip, func() error { return nil })
+				took := time.Since(start)
+				if waits != 0 {
+					t.Fatalf("round %d: the guard found a holder on a LAN where nobody holds the VIP", round)
+				}
+				if took < timing.TakeoverSilence {
+					t.Fatalf("round %d: the verdict came %s after the first request, before TakeoverSilence (%s)", round, took, timing.TakeoverSilence)
+				}
+				worst, best = max(worst, took), min(cmp.Or(best, took), took)
+			}
+			t.Logf("verdict %s to %s after the first request (TakeoverSilence %s, 10 rounds)", best.Round(time.Millisecond), worst.Round(time.Millisecond), timing.TakeoverSilence)
+			if limit := timing.TakeoverSilence + 100*time.Millisecond; worst > limit {
+				t.Errorf("a verdict took %s, more than %s", worst, limit)
+			}
 		})
 	}
 }

@@ -85,7 +85,34 @@ func newTwoNodes(t *testing.T, fam lanFamily, impair *knetns.Impairment) *twoNod
 	n.ip("-n", n.oldNS, "link", "set", "eth0", "up")
 	n.ip("-n", n.newNS, "link", "set", "eth0", "up")
 	n.oldH, n.newH = n.handle(n.oldNS), n.handle(n.newNS)
+	if fam.vip.Is6() {
+		// The NDP guard sends from the link-local address, which comes with the carrier.
+		for _, h := range []*netlink.Handle{n.oldH, n.newH} {
+			for end := time.Now().Add(5 * time.Second); !n.hasLinkLocal(h); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatal("eth0 has no IPv6 link-local address after 5 s")
+				}
+			}
+		}
+	}
 	return n
+}
+
+func (n *twoNodes) hasLinkLocal(h *netlink.Handle) bool {
+	link, err := h.LinkByName("eth0")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	addrs, err := h.AddrList(link, netlink.FAMILY_V6)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if a.IP.IsLinkLocalUnicast() {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *twoNodes) ip(args ...string) {
@@ -146,7 +173,7 @@ func bits(a netip.Addr) string {
 // sampling is both NICs sampled every millisecond.
 type sampling struct {
 	mu             sync.Mutex
-	both           int
+	both, samples  int
 	oldGone, newOn time.Time
 	stop, finished chan struct{}
 }
@@ -164,6 +191,7 @@ func (n *twoNodes) sample() *sampling {
 			o, nw := n.has(n.oldH), n.has(n.newH)
 			now := time.Now()
 			s.mu.Lock()
+			s.samples++
 			if o && nw {
 				s.both++
 			}
