@@ -88,7 +88,7 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 		if g.unanswered(now) >= timing.TakeoverProbes {
 			return true, holder, nil
 		}
-		if !now.Before(until) || ctx.Err() != nil {
+		if !now.Before(until) {
 			return false, holder, nil
 		}
 		next := now
@@ -113,6 +113,7 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 		}
 		select {
 		case <-ctx.Done():
+			return false, holder, nil // undecided: the caller is going away
 		case <-time.After(next.Sub(g.now())):
 		}
 	}
