@@ -42,7 +42,7 @@ type ImpairedLink struct {
 // the frames that arrive at b leave a at once.
 func StartImpairedLink(ns, a, b string, fromA Impairment) (*ImpairedLink, error) {
 	l := &ImpairedLink{}
-	err := inNamed(ns, func() error {
+	err := RunIn(ns, func() error {
 		var err error
 		if l.a, err = relaySocket(a); err != nil {
 			return err
@@ -139,8 +139,9 @@ func relaySocket(name string) (*packet.Conn, error) {
 	return c, nil
 }
 
-// inNamed runs fn on a thread inside the named namespace (sockets opened there stay in it).
-func inNamed(name string, fn func() error) error {
+// RunIn runs fn on a thread inside the named namespace and returns its error; sockets
+// opened there stay in that namespace.
+func RunIn(name string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		// The thread is not unlocked: it ends with the goroutine instead of returning to the

@@ -8,12 +8,10 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/packet"
-	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
@@ -24,37 +22,32 @@ import (
 // VIP, so the announcer sends nothing (it checks the term's end, the context's deadline,
 // on the clock right before each packet). The other node's NIC sees no claim of the VIP.
 func TestNoAnnouncementAfterTheTerm(t *testing.T) {
-	for _, fam := range []struct {
-		name string
-		lan  lanFamily
-	}{{"IPv4", lanIPv4}, {"IPv6", lanIPv6}} {
-		t.Run(fam.name, func(t *testing.T) {
-			n := newTwoNodes(t, fam.lan, nil)
-			claims := make(chan struct{}, 16)
-			stop := captureClaims(t, n.newNS, n.vip, claims)
-			defer stop()
-			ended, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
-			defer cancel()
-			var sent int
-			runIn(t, n.oldNS, func() error {
-				a, err := arp.New("eth0", n.vip)
-				if err != nil {
-					return err
-				}
-				defer func() { _ = a.Close() }()
-				sent, _ = a.Announce(ended)
-				return nil
-			})
-			select {
-			case <-claims:
-				t.Fatalf("the other node saw an announcement of the VIP after the sender's term ended (%d packets sent)", sent)
-			case <-time.After(200 * time.Millisecond):
+	bothFamilies(t, func(t *testing.T, fam lanFamily) {
+		n := newTwoNodes(t, fam, nil)
+		claims := make(chan struct{}, 16)
+		stop := captureClaims(t, n.newNS, n.vip, claims)
+		defer stop()
+		ended, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+		defer cancel()
+		var sent int
+		runIn(t, n.oldNS, func() error {
+			a, err := arp.New("eth0", n.vip)
+			if err != nil {
+				return err
 			}
-			if sent != 0 {
-				t.Fatalf("the announcer reported %d packets sent after the term ended", sent)
-			}
+			defer func() { _ = a.Close() }()
+			sent, _ = a.Announce(ended)
+			return nil
 		})
-	}
+		select {
+		case <-claims:
+			t.Fatalf("the other node saw an announcement of the VIP after the sender's term ended (%d packets sent)", sent)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if sent != 0 {
+			t.Fatalf("the announcer reported %d packets sent after the term ended", sent)
+		}
+	})
 }
 
 // captureClaims reports on claims every frame arriving at ns's eth0 that claims vip: an
@@ -101,27 +94,4 @@ func claimsVIP(f []byte, vip netip.Addr) bool {
 		return f[14+6] == icmpv6 && f[14+40] == na && target == vip
 	}
 	return false
-}
-
-// runIn runs fn on a thread inside the named namespace; the thread ends with it.
-func runIn(t *testing.T, ns string, fn func() error) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		h, err := vnetns.GetFromName(ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer func() { _ = h.Close() }()
-		if err := vnetns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		errc <- fn()
-	}()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
 }

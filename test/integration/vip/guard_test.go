@@ -6,12 +6,10 @@ package vip_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
@@ -46,9 +44,9 @@ func TestTakeoverGuard(t *testing.T) {
 		gap := s.newOn.Sub(s.oldGone)
 		t.Logf("round %d: the kernel removed the old holder's VIP %s after its lifetime; the guard waited %d probe rounds and the new leader had it %s later",
 			round, lateness.Round(time.Millisecond), waits, gap.Round(time.Millisecond))
-		// The guard's silence plus a request interval and an add: the takeover follows the
-		// old address promptly, not a lease later.
-		if limit := timing.TakeoverSilence + timing.TakeoverProbeInterval + 50*time.Millisecond; gap > limit {
+		// The guard's silence plus a request interval and an add, with room for a loaded
+		// machine: the takeover follows the old address promptly, not a lease later.
+		if limit := timing.TakeoverSilence + timing.TakeoverProbeInterval + 150*time.Millisecond; gap > limit {
 			t.Errorf("round %d: the new leader added the VIP %s after the old one's was gone, more than the guard's silence (%s)", round, gap, limit)
 		}
 		s.mu.Unlock()
@@ -61,21 +59,7 @@ func TestTakeoverGuard(t *testing.T) {
 // holder, and the holder.
 func takeover(t *testing.T, ns string, vip netip.Addr, add func() error) (waits int, holder string) {
 	t.Helper()
-	done := make(chan struct{})
-	var probeErr error
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // the thread stays in ns; it ends with the goroutine
-		target, err := netns.GetFromName(ns)
-		if err != nil {
-			probeErr = err
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			probeErr = err
-			return
-		}
+	runIn(t, ns, func() error {
 		guard := arp.NewGuard("eth0", vip)
 		defer func() { _ = guard.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -84,23 +68,17 @@ func takeover(t *testing.T, ns string, vip netip.Addr, add func() error) (waits 
 		for ctx.Err() == nil {
 			free, who, err := guard.Free(ctx, since, time.Now().Add(timing.KeeperTick))
 			if err != nil {
-				probeErr = err
-				return
+				return fmt.Errorf("the guard: %w", err)
 			}
 			if free {
-				probeErr = add()
-				return
+				return add()
 			}
 			if who != "" {
 				waits++
 				holder = who
 			}
 		}
-		probeErr = ctx.Err()
-	}()
-	<-done
-	if probeErr != nil {
-		t.Fatalf("the guard: %v", probeErr)
-	}
+		return ctx.Err()
+	})
 	return waits, holder
 }

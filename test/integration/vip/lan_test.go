@@ -43,6 +43,21 @@ var (
 	lanIPv6 = lanFamily{oldIP: "2001:db8:5::1/64", newIP: "2001:db8:5::2/64", vip: netip.MustParseAddr("2001:db8:5::100")}
 )
 
+// bothFamilies runs body as a subtest for IPv4 and for IPv6.
+func bothFamilies(t *testing.T, body func(t *testing.T, fam lanFamily)) {
+	for name, fam := range map[string]lanFamily{"IPv4": lanIPv4, "IPv6": lanIPv6} {
+		t.Run(name, func(t *testing.T) { body(t, fam) })
+	}
+}
+
+// runIn runs fn on a thread inside the named namespace.
+func runIn(t *testing.T, ns string, fn func() error) {
+	t.Helper()
+	if err := knetns.RunIn(ns, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newTwoNodes builds the LAN: one veth pair, or, with an impairment, two veth pairs
 // through a relay namespace that delays and drops what the old holder sends.
 func newTwoNodes(t *testing.T, fam lanFamily, impair *knetns.Impairment) *twoNodes {
