@@ -17,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	knetns "github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -123,7 +124,9 @@ func (n *twoNodes) hasLinkLocal(h *netlink.Handle) bool {
 		n.t.Fatal(err)
 	}
 	for _, a := range addrs {
-		if a.IP.IsLinkLocalUnicast() {
+		// Tentative until the kernel's DAD work ran (at once with accept_dad=0, but from a
+		// workqueue): bind refuses it until then.
+		if a.IP.IsLinkLocalUnicast() && a.Flags&unix.IFA_F_TENTATIVE == 0 {
 			return true
 		}
 	}
