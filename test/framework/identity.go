@@ -53,3 +53,33 @@ func SetTechnicalID(ctx context.Context, c client.Client, id string) error {
 	}
 	return nil
 }
+
+// SetCloudProfileConfig replaces the providerConfig of the CloudProfile in the Cluster (a
+// provider-openstack CloudProfileConfig) and returns the one it replaced.
+func SetCloudProfileConfig(ctx context.Context, c client.Client, config map[string]any) (map[string]any, error) {
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: Namespace}, cluster); err != nil {
+		return nil, fmt.Errorf("reading the Cluster: %w", err)
+	}
+	profile := map[string]any{}
+	if err := json.Unmarshal(cluster.Spec.CloudProfile.Raw, &profile); err != nil {
+		return nil, fmt.Errorf("decoding the Cluster's CloudProfile: %w", err)
+	}
+	spec, _ := profile["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	old, _ := spec["providerConfig"].(map[string]any)
+	spec["providerConfig"] = config
+	profile["spec"] = spec
+	raw, err := json.Marshal(profile)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the Cluster's CloudProfile: %w", err)
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.CloudProfile = runtime.RawExtension{Raw: raw}
+	if err := c.Patch(ctx, cluster, patch); err != nil {
+		return nil, fmt.Errorf("setting the CloudProfile's providerConfig in the Cluster: %w", err)
+	}
+	return old, nil
+}

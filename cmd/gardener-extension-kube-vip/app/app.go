@@ -222,7 +222,10 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 	c.once.Do(func() {
 		ext := c.opts.Extension.Completed()
 		c.actuator = exposure.NewActuator(mgr, exposure.ActuatorOptions{
-			ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
+			ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{
+				Metrics: openstack.NewMetrics(ctrlmetrics.Registry),
+				Log:     mgr.GetLogger().WithName("openstack"),
+			}),
 			AgentImage:     ext.AgentImage,
 			KubeVIPImage:   ext.KubeVIPImage,
 			VerifyInterval: ext.VerifyInterval,
