@@ -136,12 +136,9 @@ func configError(format string, args ...any) error {
 func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureConfig, *Config, *InfrastructureStatus, ConfigSource, error) {
 	var shoot = clusterShoot(cluster)
 	raw, source := selectConfig(exp, shoot)
-	cfg, err := DecodeConfig(raw)
+	cfg, err := decodeAndValidate(raw, source)
 	if err != nil {
-		return nil, nil, nil, source, configError("the provider config in %s is invalid: %w", source, err)
-	}
-	if errs := ValidateConfig(cfg, field.NewPath(string(source))); len(errs) > 0 {
-		return nil, nil, nil, source, configError("fix the provider config: %w", errs.ToAggregate())
+		return nil, nil, nil, source, err
 	}
 
 	infra, ready, err := a.infrastructureStatus(ctx, exp.Namespace)

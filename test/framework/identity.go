@@ -9,11 +9,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 )
 
@@ -82,4 +85,32 @@ func SetCloudProfileConfig(ctx context.Context, c client.Client, config map[stri
 		return nil, fmt.Errorf("setting the CloudProfile's providerConfig in the Cluster: %w", err)
 	}
 	return old, nil
+}
+
+// SetShootExposureProviderConfig sets (nil: removes) the exposure providerConfig of the
+// control-plane worker pool of the shoot in the Cluster, where gardenadm users put it.
+func SetShootExposureProviderConfig(ctx context.Context, c client.Client, providerConfig *runtime.RawExtension) error {
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: Namespace}, cluster); err != nil {
+		return fmt.Errorf("reading the Cluster: %w", err)
+	}
+	shoot := &gardencorev1beta1.Shoot{}
+	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, shoot); err != nil {
+		return fmt.Errorf("decoding the Cluster's shoot: %w", err)
+	}
+	pool := v1beta1helper.ControlPlaneWorkerPoolForShoot(shoot.Spec.Provider.Workers)
+	if pool == nil || pool.ControlPlane == nil || pool.ControlPlane.Exposure == nil || pool.ControlPlane.Exposure.Extension == nil {
+		return errors.New("the Cluster's shoot has no control-plane worker pool with an exposure extension")
+	}
+	pool.ControlPlane.Exposure.Extension.ProviderConfig = providerConfig
+	raw, err := json.Marshal(shoot)
+	if err != nil {
+		return fmt.Errorf("encoding the Cluster's shoot: %w", err)
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
+	if err := c.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("setting the exposure providerConfig of the Cluster's shoot: %w", err)
+	}
+	return nil
 }

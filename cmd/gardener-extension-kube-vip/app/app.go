@@ -126,6 +126,7 @@ func NewControllerManagerCommand(ctx context.Context) *cobra.Command {
 		},
 	}
 	agg.AddFlags(cmd.Flags())
+	cmd.AddCommand(NewValidateCommand())
 	return cmd
 }
 
