@@ -5,7 +5,7 @@
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
-#   make check  vet, gofmt, the SPDX headers, the generate check, golangci-lint
+#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, golangci-lint
 #   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
@@ -95,6 +95,11 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
+# The GitHub workflows, with actionlint (a tool directive in go.mod).
+.PHONY: actionlint
+actionlint:
+	$(GO) tool actionlint
+
 .PHONY: fmt-check
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -106,7 +111,7 @@ license-check:
 # Static checks; every step runs, the target fails if any did.
 .PHONY: check
 check:
-	@rc=0; for t in vet fmt-check license-check check-generate lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+	@rc=0; for t in vet fmt-check license-check check-generate actionlint lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:
