@@ -122,7 +122,7 @@ func KeystoneTLS(t testing.TB, env OpenStackEnv, ca TestCA) string {
 		}
 		resp, err := probe.Do(req)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // refused until uwsgi listens: poll on
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
