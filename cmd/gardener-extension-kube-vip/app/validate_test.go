@@ -8,8 +8,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestValidateCommand: the validate command finds the Shoots among gardenadm's config
@@ -48,4 +52,25 @@ func TestValidateCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryFlagDocumented: docs/usage.md's "Controller flags" section names every flag of
+// the controller binary, gardener's generic ones included (a `--prefix*` covers a family).
+func TestEveryFlagDocumented(t *testing.T) {
+	usage, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "usage.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(usage), "### Controller flags")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var prefixes []string
+	for _, m := range regexp.MustCompile("`--([a-z0-9-]+)\\*`").FindAllStringSubmatch(section, -1) {
+		prefixes = append(prefixes, m[1])
+	}
+	NewControllerManagerCommand(t.Context()).Flags().VisitAll(func(f *pflag.Flag) {
+		if strings.Contains(section, "`--"+f.Name+"`") || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(f.Name, p) }) {
+			return
+		}
+		t.Errorf("docs/usage.md's controller flags do not name --%s", f.Name)
+	})
 }
