@@ -133,7 +133,7 @@ prebuild-integration:
 	$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) $(OVN_PKGS) >/dev/null; \
 	echo "prebuild-integration: done in $$((SECONDS - start))s"
 
-# Builds the kube binaries first (once, ~10 min cold), brings Keystone + Neutron up unless
+# Builds the kube binaries first (once; README.md says how long), brings Keystone + Neutron up unless
 # they run already, and stops them again afterwards (also on failure) if it started them.
 .PHONY: test-integration
 test-integration: prebuild-integration
@@ -208,7 +208,7 @@ env-status:
 	hack/local-env.sh status
 
 .PHONY: demo demo-down
-# The extension end to end (root; about a minute once the kube binaries are built): a
+# The extension end to end (root; README.md says how long): a
 # self-hosted shoot of 3 real nodes (test/nodes: containerd + kubelet + etcd +
 # kube-apiserver each), local Keystone + Neutron, the extension installed from its chart
 # (controller and agents as pods), a SelfHostedShootExposure and a live failover; runs on
