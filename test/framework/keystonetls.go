@@ -112,7 +112,11 @@ func KeystoneTLS(t testing.TB, env OpenStackEnv, ca TestCA) string {
 	url := "https://" + address + "/v3"
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca.CAPEM)
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	// No keep-alive: an idle connection of the probe would hold uwsgi's only worker.
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
