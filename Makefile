@@ -5,7 +5,7 @@
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
-#   make check  vet, gofmt, the SPDX headers, the generate check, golangci-lint
+#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, golangci-lint
 #   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
@@ -40,6 +40,10 @@ TEST_FLAGS ?=
 # Tests of these directories test the project's tooling (the bench, the test harnesses, the
 # build tools), not the product: the summaries count them apart.
 TOOLING_DIRS := test/bench,test/netns,test/framework,hack/tools
+# gotestsum (a tool directive in go.mod) runs `go test -json`, prints each test as it finishes
+# and the output of the failed ones at the end, and keeps the JSON; hack/test-summary.sh
+# counts it into the tier's lines (product, tooling, total with the tier's time).
+GOTESTSUM = $(GO) tool gotestsum --format testname --format-hide-empty-pkg
 # The unit tier runs under the race detector (needs cgo: gcc, from hack/install-deps.sh).
 UNIT_FLAGS ?= -race
 # -count=1: the integration tests talk to Neutron, kube-apiservers and the kernel, which Go's
@@ -91,6 +95,11 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
+# The GitHub workflows, with actionlint (a tool directive in go.mod).
+.PHONY: actionlint
+actionlint:
+	$(GO) tool actionlint
+
 .PHONY: fmt-check
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -102,14 +111,14 @@ license-check:
 # Static checks; every step runs, the target fails if any did.
 .PHONY: check
 check:
-	@rc=0; for t in vet fmt-check license-check check-generate lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+	@rc=0; for t in vet fmt-check license-check check-generate actionlint lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:
 	@mkdir -p $(RESULTS)
-	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
-	$(GO) test -json -timeout $(UNIT_TIMEOUT) $(UNIT_FLAGS) $(TEST_FLAGS) $(UNIT_PKGS) \
-	  | bin/testsummary -tier unit -tooling $(TOOLING_DIRS) -raw $(RESULTS)/unit.json -summary-file $(RESULTS)/unit.summary
+	@start=$$SECONDS; rc=0; \
+	$(GOTESTSUM) --jsonfile $(RESULTS)/unit.json -- -timeout $(UNIT_TIMEOUT) $(UNIT_FLAGS) $(TEST_FLAGS) $(UNIT_PKGS) || rc=$$?; \
+	hack/test-summary.sh unit $(TOOLING_DIRS) $(RESULTS)/unit.json $(RESULTS)/unit.summary $$((SECONDS - start)); exit $$rc
 
 .PHONY: kube-binaries
 kube-binaries:
@@ -120,18 +129,19 @@ kube-binaries:
 # once.
 .PHONY: prebuild-integration
 prebuild-integration:
-	@$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) $(OVN_PKGS) >/dev/null
+	@echo "prebuild-integration: linking the integration test binaries"; start=$$SECONDS; \
+	$(GO) test -count=1 -exec /bin/true $(INTEGRATION_PKGS) $(DATAPLANE_PKGS) $(OVN_PKGS) >/dev/null; \
+	echo "prebuild-integration: done in $$((SECONDS - start))s"
 
-# Builds the kube binaries first (once, ~10 min cold), brings Keystone + Neutron up unless
+# Builds the kube binaries first (once; README.md says how long), brings Keystone + Neutron up unless
 # they run already, and stops them again afterwards (also on failure) if it started them.
 .PHONY: test-integration
 test-integration: prebuild-integration
 	@mkdir -p $(RESULTS)
-	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
 	@hack/install-deps.sh
-	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); \
-	hack/with-openstack.sh bash -c 'set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(INTEGRATION_PKGS) \
-	  | bin/testsummary -tier integration -tooling $(TOOLING_DIRS) -raw $(RESULTS)/integration.json -summary-file $(RESULTS)/integration.summary'
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); start=$$SECONDS; rc=0; \
+	hack/with-openstack.sh $(GOTESTSUM) --jsonfile $(RESULTS)/integration.json -- -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(INTEGRATION_PKGS) || rc=$$?; \
+	hack/test-summary.sh integration $(TOOLING_DIRS) $(RESULTS)/integration.json $(RESULTS)/integration.summary $$((SECONDS - start)); exit $$rc
 
 # The dataplane tier: hack/dataplane.sh up (Keystone + Neutron with RabbitMQ, the linuxbridge
 # and L3 agents, a router, an external client namespace), the tests, then down (also on
@@ -139,13 +149,13 @@ test-integration: prebuild-integration
 .PHONY: test-dataplane
 test-dataplane:
 	@mkdir -p $(RESULTS)
-	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
 	@hack/install-deps.sh
 	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); rc=0; \
 	hack/dataplane.sh up || rc=$$?; \
 	if [ $$rc = 0 ]; then \
-	  set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(DATAPLANE_PKGS) \
-	    | bin/testsummary -tier dataplane -tooling $(TOOLING_DIRS) -raw $(RESULTS)/dataplane.json -summary-file $(RESULTS)/dataplane.summary || rc=$$?; \
+	  start=$$SECONDS; \
+	  $(GOTESTSUM) --jsonfile $(RESULTS)/dataplane.json -- -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(DATAPLANE_PKGS) || rc=$$?; \
+	  hack/test-summary.sh dataplane $(TOOLING_DIRS) $(RESULTS)/dataplane.json $(RESULTS)/dataplane.summary $$((SECONDS - start)); \
 	fi; \
 	hack/dataplane.sh down || rc=1; \
 	exit $$rc
@@ -155,13 +165,13 @@ test-dataplane:
 .PHONY: test-ovn
 test-ovn:
 	@mkdir -p $(RESULTS)
-	@$(GO) build -o bin/testsummary ./hack/tools/testsummary
 	@hack/install-deps.sh
 	export $(OVN_ENV); rc=0; rm -rf .local/openstack-ovn; \
 	hack/ovn.sh up || rc=$$?; \
 	if [ $$rc = 0 ]; then \
-	  set -o pipefail; $(GO) test -json -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(OVN_PKGS) \
-	    | bin/testsummary -tier ovn -tooling $(TOOLING_DIRS) -raw $(RESULTS)/ovn.json -summary-file $(RESULTS)/ovn.summary || rc=$$?; \
+	  start=$$SECONDS; \
+	  $(GOTESTSUM) --jsonfile $(RESULTS)/ovn.json -- -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(OVN_PKGS) || rc=$$?; \
+	  hack/test-summary.sh ovn $(TOOLING_DIRS) $(RESULTS)/ovn.json $(RESULTS)/ovn.summary $$((SECONDS - start)); \
 	fi; \
 	hack/ovn.sh down || rc=1; \
 	exit $$rc
@@ -181,6 +191,7 @@ test:
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \
 	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary $(RESULTS)/ovn.summary 2>/dev/null \
 	  | awk -v rc=$$rc 'function n(k,  i) { for (i = 2; i <= NF; i++) if ($$i ~ "^" k) return $$(i-1); return 0 } \
+	      $$2 != "product:" && $$2 != "tooling:" { next } \
 	      { c = ($$2 == "tooling:") ? "t" : "p"; P[c] += n("passed"); F[c] += n("failed"); S[c] += n("skipped") } \
 	      END { printf "product: %d passed, %d failed, %d skipped\n", P["p"], F["p"], S["p"]; \
 	        printf "tooling: %d passed, %d failed, %d skipped\n", P["t"], F["t"], S["t"]; \
@@ -197,7 +208,7 @@ env-status:
 	hack/local-env.sh status
 
 .PHONY: demo demo-down
-# The extension end to end (root; about a minute once the kube binaries are built): a
+# The extension end to end (root; README.md says how long): a
 # self-hosted shoot of 3 real nodes (test/nodes: containerd + kubelet + etcd +
 # kube-apiserver each), local Keystone + Neutron, the extension installed from its chart
 # (controller and agents as pods), a SelfHostedShootExposure and a live failover; runs on

@@ -13,7 +13,8 @@
 # State lives in .local/openstack/ (etc/, run/, bin/); the result is .local/openstack/env.sh,
 # see docs/design.md for its variables. `up` is idempotent: servers that already answer are
 # reused, databases are kept, and every object is looked up by name before it is created.
-# Keystone listens on 127.0.0.1:5000, Neutron on 127.0.0.1:9696 (KEYSTONE_PORT, NEUTRON_PORT).
+# Keystone listens on 127.0.0.1:5000, Neutron on 127.0.0.1:9696 (KEYSTONE_PORT, NEUTRON_PORT);
+# KEYSTONE_TLS_PORT (default KEYSTONE_PORT+1) is left to tests that serve Keystone over HTTPS.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,8 @@ PY=/usr/bin/python3 # Debian's interpreter; a python3 earlier on PATH may not se
 HOST=127.0.0.1
 KEYSTONE_PORT=${KEYSTONE_PORT:-5000}
 NEUTRON_PORT=${NEUTRON_PORT:-9696}
+# A port for a test's own HTTPS listener of the same Keystone (test/framework's KeystoneTLS).
+KEYSTONE_TLS_PORT=${KEYSTONE_TLS_PORT:-$((KEYSTONE_PORT + 1))}
 KEYSTONE_URL=http://$HOST:$KEYSTONE_PORT
 NEUTRON_URL=http://$HOST:$NEUTRON_PORT
 ADMIN_PASSWORD=adminpass
@@ -456,6 +459,10 @@ export ROUTER_ID=$ROUTER_ID
 export SECURITY_GROUP_ID=$SECURITY_GROUP_ID
 export NODE_PORT_IDS="$NODE_PORT_IDS"
 export NODE_IPS="$NODE_IPS"
+# Keystone's uwsgi configuration and the port on which a test may serve it over HTTPS with a
+# certificate of its own CA (test/framework's KeystoneTLS).
+export KEYSTONE_UWSGI_INI=$ETC/keystone-uwsgi.ini
+export KEYSTONE_TLS_PORT=$KEYSTONE_TLS_PORT
 EOF
     mv "$f.tmp" "$f"
   )

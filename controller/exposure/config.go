@@ -305,14 +305,20 @@ func ValidateResolved(c *Config, subnet SubnetFacts, fldPath *field.Path) field.
 	if subnet.NetworkID != "" && subnet.NetworkID != c.NetworkID {
 		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet is not in network %s", c.NetworkID)))
 	}
-	if c.VIPAddress != "" && subnet.CIDR != "" {
-		prefix, err := netip.ParsePrefix(subnet.CIDR)
-		addr, addrErr := netip.ParseAddr(c.VIPAddress)
-		if err == nil && addrErr == nil && !prefix.Contains(addr) {
-			errs = append(errs, field.Invalid(fldPath.Child("vipAddress"), c.VIPAddress, fmt.Sprintf("must be in the subnet's range %s", subnet.CIDR)))
-		}
+	return append(errs, validateVIPRange(c.VIPAddress, subnet.CIDR, fldPath)...)
+}
+
+// validateVIPRange checks that the VIP (if given) lies in the subnet's CIDR (if known).
+func validateVIPRange(vip, cidr string, fldPath *field.Path) field.ErrorList {
+	if vip == "" || cidr == "" {
+		return nil
 	}
-	return errs
+	prefix, err := netip.ParsePrefix(cidr)
+	addr, addrErr := netip.ParseAddr(vip)
+	if err == nil && addrErr == nil && !prefix.Contains(addr) {
+		return field.ErrorList{field.Invalid(fldPath.Child("vipAddress"), vip, fmt.Sprintf("must be in the subnet's range %s", cidr))}
+	}
+	return nil
 }
 
 type namedField struct {

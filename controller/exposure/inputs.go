@@ -79,16 +79,19 @@ type controlPlaneNode struct {
 // hash fingerprints the inputs; it ends up in status.providerStatus.inputsHash.
 func (in *inputs) hash(agentImage string) string {
 	data, _ := json.Marshal(struct {
-		Identity   string
-		Config     *Config
-		Infra      *InfrastructureStatus
-		AuthURL    string
-		Region     string
+		Identity string
+		Config   *Config
+		Infra    *InfrastructureStatus
+		AuthURL  string
+		Region   string
+		// The CloudProfile's CA and keystoneForceInsecure: a change retries at once.
+		CACert     string
+		Insecure   bool
 		SecretHash string
 		Port       int32
 		Nodes      []controlPlaneNode
 		AgentImage string
-	}{in.identity, in.config, in.infra, in.auth.AuthURL, in.auth.Region, in.secretHash, in.port, in.nodes, agentImage})
+	}{in.identity, in.config, in.infra, in.auth.AuthURL, in.auth.Region, in.auth.CloudProfileCACert, in.auth.ForceInsecure, in.secretHash, in.port, in.nodes, agentImage})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -133,12 +136,9 @@ func configError(format string, args ...any) error {
 func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureConfig, *Config, *InfrastructureStatus, ConfigSource, error) {
 	var shoot = clusterShoot(cluster)
 	raw, source := selectConfig(exp, shoot)
-	cfg, err := DecodeConfig(raw)
+	cfg, err := decodeAndValidate(raw, source)
 	if err != nil {
-		return nil, nil, nil, source, configError("the provider config in %s is invalid: %w", source, err)
-	}
-	if errs := ValidateConfig(cfg, field.NewPath(string(source))); len(errs) > 0 {
-		return nil, nil, nil, source, configError("fix the provider config: %w", errs.ToAggregate())
+		return nil, nil, nil, source, err
 	}
 
 	infra, ready, err := a.infrastructureStatus(ctx, exp.Namespace)
@@ -206,14 +206,55 @@ func (a *Actuator) infrastructureStatus(ctx context.Context, namespace string) (
 // cloudProfileConfig is the part of provider-openstack's CloudProfileConfig this extension
 // reads.
 type cloudProfileConfig struct {
-	KeyStoneURL  string `json:"keystoneURL"`
-	KeyStoneURLs []struct {
-		Region string `json:"region"`
-		URL    string `json:"url"`
+	KeyStoneURL           string  `json:"keystoneURL"`
+	KeyStoneCACert        *string `json:"keystoneCACert"`
+	KeyStoneForceInsecure bool    `json:"keystoneForceInsecure"`
+	KeyStoneURLs          []struct {
+		Region string  `json:"region"`
+		URL    string  `json:"url"`
+		CACert *string `json:"caCert"`
 	} `json:"keystoneURLs"`
 }
 
-// resolveAuth reads the credentials Secret and determines region and Keystone URL.
+// keystone is what the CloudProfile says about the Keystone of a region.
+type keystone struct {
+	url      string
+	caCert   string
+	insecure bool
+}
+
+// cloudProfileKeystone reads the Keystone URL, CA bundle and keystoneForceInsecure of the
+// region from the CloudProfile, as provider-openstack does: the region's keystoneURLs entry
+// wins over keystoneURL, its caCert over keystoneCACert.
+func cloudProfileKeystone(cluster *extensionscontroller.Cluster, region string) (keystone, error) {
+	if cluster == nil || cluster.CloudProfile == nil || cluster.CloudProfile.Spec.ProviderConfig == nil || len(cluster.CloudProfile.Spec.ProviderConfig.Raw) == 0 {
+		return keystone{}, nil
+	}
+	cfg := &cloudProfileConfig{}
+	if err := json.Unmarshal(cluster.CloudProfile.Spec.ProviderConfig.Raw, cfg); err != nil {
+		return keystone{}, configError("the CloudProfile's providerConfig is unreadable: %w", err)
+	}
+	k := keystone{url: cfg.KeyStoneURL, insecure: cfg.KeyStoneForceInsecure}
+	if cfg.KeyStoneCACert != nil {
+		k.caCert = *cfg.KeyStoneCACert
+	}
+	for _, u := range cfg.KeyStoneURLs {
+		if u.Region != region {
+			continue
+		}
+		if u.URL != "" {
+			k.url = u.URL
+		}
+		if u.CACert != nil {
+			k.caCert = *u.CACert
+		}
+		break
+	}
+	return k, nil
+}
+
+// resolveAuth reads the credentials Secret and determines region, Keystone URL and the
+// CloudProfile's TLS settings.
 func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (openstack.AuthConfig, string, error) {
 	ref := exp.Spec.CredentialsRef
 	if ref == nil || ref.Name == "" {
@@ -240,18 +281,23 @@ func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.Self
 		return openstack.AuthConfig{}, "", configError("fix the credentials Secret %s/%s: %w", namespace, ref.Name, err)
 	}
 
-	auth := openstack.AuthConfig{Credentials: creds}
 	shoot := clusterShoot(cluster)
 	if shoot == nil || shoot.Spec.Region == "" {
 		return openstack.AuthConfig{}, "", configError("the Cluster has no shoot with a region")
 	}
-	auth.Region = shoot.Spec.Region
-	if creds.AuthURL == "" {
-		url, err := keystoneURL(cluster, auth.Region)
-		if err != nil {
-			return openstack.AuthConfig{}, "", err
-		}
-		auth.AuthURL = url
+	ks, err := cloudProfileKeystone(cluster, shoot.Spec.Region)
+	if err != nil {
+		return openstack.AuthConfig{}, "", err
+	}
+	if creds.AuthURL == "" && ks.url == "" {
+		return openstack.AuthConfig{}, "", configError("no Keystone URL: set key %q in the credentials Secret or keystoneURL(s) in the CloudProfile's providerConfig", openstack.KeyAuthURL)
+	}
+	auth := openstack.AuthConfig{
+		Credentials:        creds,
+		AuthURL:            ks.url,
+		Region:             shoot.Spec.Region,
+		CloudProfileCACert: ks.caCert,
+		ForceInsecure:      ks.insecure,
 	}
 	return auth, secretVersion(secret), nil
 }
@@ -260,26 +306,6 @@ func (a *Actuator) resolveAuth(ctx context.Context, exp *extensionsv1alpha1.Self
 // about its data.
 func secretVersion(secret *corev1.Secret) string {
 	return string(secret.UID) + "/" + secret.ResourceVersion
-}
-
-func keystoneURL(cluster *extensionscontroller.Cluster, region string) (string, error) {
-	missing := configError("no Keystone URL: set key %q in the credentials Secret or keystoneURL(s) in the CloudProfile's providerConfig", openstack.KeyAuthURL)
-	if cluster == nil || cluster.CloudProfile == nil || cluster.CloudProfile.Spec.ProviderConfig == nil || len(cluster.CloudProfile.Spec.ProviderConfig.Raw) == 0 {
-		return "", missing
-	}
-	cfg := &cloudProfileConfig{}
-	if err := json.Unmarshal(cluster.CloudProfile.Spec.ProviderConfig.Raw, cfg); err != nil {
-		return "", configError("the CloudProfile's providerConfig is unreadable: %w", err)
-	}
-	for _, u := range cfg.KeyStoneURLs {
-		if u.Region == region && u.URL != "" {
-			return u.URL, nil
-		}
-	}
-	if cfg.KeyStoneURL != "" {
-		return cfg.KeyStoneURL, nil
-	}
-	return "", missing
 }
 
 // controlPlaneNodes lists the control-plane Nodes with their InternalIP, sorted by name.

@@ -219,7 +219,7 @@ func classifyTransport(e *Error, err error) error {
 	}
 	if isCertificateError(err) {
 		e.Message = "the TLS certificate of OpenStack could not be verified: " + detail
-		e.Hint = "set key \"caCert\" in the credentials Secret to the CA of the Keystone and Neutron endpoints, or fix the Keystone URL"
+		e.Hint = "put the CA of the Keystone and Neutron endpoints into the CloudProfile (keystoneCACert, or caCert of the region's keystoneURLs entry) or key \"caCert\" of the credentials Secret, or fix the Keystone URL"
 		return v1beta1helper.NewErrorWithCodes(e, gardencorev1beta1.ErrorConfigurationProblem)
 	}
 	switch {

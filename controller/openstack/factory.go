@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
@@ -36,6 +37,43 @@ type AuthConfig struct {
 	AuthURL string
 	// Region selects the Neutron endpoint in the service catalog.
 	Region string
+	// CloudProfileCACert is the CA bundle the CloudProfile names for this region's Keystone
+	// (keystoneURLs[].caCert, else keystoneCACert). It is trusted on top of the system roots
+	// and the Secret's caCert.
+	CloudProfileCACert string
+	// ForceInsecure is the CloudProfile's keystoneForceInsecure: no certificate verification,
+	// as with key "insecure" of the Secret.
+	ForceInsecure bool
+}
+
+// insecure tells whether certificate verification is off.
+func (a AuthConfig) insecure() bool {
+	return a.ForceInsecure || (a.Credentials != nil && a.Credentials.Insecure)
+}
+
+// tlsConfig is nil for the system roots alone; otherwise the system roots plus the CAs of
+// the Secret and the CloudProfile, as provider-openstack trusts them.
+func (a AuthConfig) tlsConfig() (*tls.Config, error) {
+	c := a.Credentials
+	if c.CACert == "" && a.CloudProfileCACert == "" && !a.insecure() {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		// No readable system roots (e.g. a distroless image without them): the given CAs alone.
+		pool = x509.NewCertPool()
+	}
+	if c.CACert != "" && !pool.AppendCertsFromPEM([]byte(c.CACert)) {
+		return nil, NewConfigurationError(errors.New("key \"caCert\" of the credentials Secret holds no PEM certificate"))
+	}
+	if a.CloudProfileCACert != "" && !pool.AppendCertsFromPEM([]byte(a.CloudProfileCACert)) {
+		return nil, NewConfigurationError(errors.New("the CloudProfile's keystoneCACert (or caCert of the region's keystoneURLs entry) holds no PEM certificate"))
+	}
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		RootCAs:            pool,
+		InsecureSkipVerify: a.insecure(), //nolint:gosec // explicitly requested in the Secret or the CloudProfile
+	}, nil
 }
 
 func (a AuthConfig) authURL() string {
@@ -50,7 +88,7 @@ func (a AuthConfig) key() string {
 	h := sha256.New()
 	c := a.Credentials
 	for _, s := range []string{a.authURL(), a.Region, c.DomainName, c.TenantName, c.Username, c.Password,
-		c.ApplicationCredentialID, c.ApplicationCredentialName, c.ApplicationCredentialSecret, c.CACert, fmt.Sprint(c.Insecure)} {
+		c.ApplicationCredentialID, c.ApplicationCredentialName, c.ApplicationCredentialSecret, c.CACert, fmt.Sprint(c.Insecure), a.CloudProfileCACert, fmt.Sprint(a.ForceInsecure)} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -66,6 +104,8 @@ type FactoryOptions struct {
 	MaxIdle time.Duration
 	// Now is the clock (tests). Default: time.Now.
 	Now func() time.Time
+	// Log receives the warning that certificate verification is off. Default: discard.
+	Log logr.Logger
 	// AuthFailureBackoff bounds the logins with credentials that Keystone rejected (401):
 	// after the n-th rejection in a row, the same credentials are not sent again for
 	// Min·2^(n-1), at most Max; an error is returned instead. Keystone's lockout
@@ -118,6 +158,9 @@ func NewClientFactory(opts FactoryOptions) *CachingClientFactory {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
 	}
 	if opts.AuthFailureBackoff.Min == 0 {
 		opts.AuthFailureBackoff.Min = time.Minute
@@ -200,17 +243,16 @@ func (f *CachingClientFactory) Forget(auth AuthConfig) {
 func (f *CachingClientFactory) authenticate(ctx context.Context, auth AuthConfig) (*Network, error) {
 	c := auth.Credentials
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	if c.CACert != "" || c.Insecure {
-		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-		if c.CACert != "" {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM([]byte(c.CACert)) {
-				return nil, NewConfigurationError(errors.New("key \"caCert\" of the credentials Secret holds no PEM certificate"))
-			}
-			tlsConfig.RootCAs = pool
-		}
-		tlsConfig.InsecureSkipVerify = c.Insecure //nolint:gosec // explicitly requested in the Secret
+	tlsConfig, err := auth.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig != nil {
 		base.TLSClientConfig = tlsConfig
+	}
+	if auth.insecure() {
+		f.opts.Log.Info("WARNING: the TLS certificates of Keystone and Neutron are not verified, as the credentials Secret (insecure) or the CloudProfile (keystoneForceInsecure) requests",
+			"authURL", auth.authURL(), "region", auth.Region)
 	}
 
 	provider, err := openstack.NewClient(auth.authURL())

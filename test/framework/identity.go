@@ -9,11 +9,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 )
 
@@ -28,28 +31,77 @@ func UniqueTechnicalID(prefix string) string {
 // controller names and tags its Neutron resources after it, so a fresh ID keeps the
 // resources of one test apart from those of tests sharing the same Neutron.
 func SetTechnicalID(ctx context.Context, c client.Client, id string) error {
+	return patchCluster(ctx, c, clusterShoot, "the technical ID of the Cluster's shoot", func(shoot *map[string]any) error {
+		status, _ := (*shoot)["status"].(map[string]any)
+		if status == nil {
+			status = map[string]any{}
+		}
+		status["technicalID"] = id
+		(*shoot)["status"] = status
+		return nil
+	})
+}
+
+// SetCloudProfileConfig replaces the providerConfig of the CloudProfile in the Cluster (a
+// provider-openstack CloudProfileConfig) and returns the one it replaced.
+func SetCloudProfileConfig(ctx context.Context, c client.Client, config map[string]any) (map[string]any, error) {
+	var old map[string]any
+	err := patchCluster(ctx, c, clusterCloudProfile, "the providerConfig of the Cluster's CloudProfile", func(profile *map[string]any) error {
+		spec, _ := (*profile)["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+		}
+		old, _ = spec["providerConfig"].(map[string]any)
+		spec["providerConfig"] = config
+		(*profile)["spec"] = spec
+		return nil
+	})
+	return old, err
+}
+
+// SetShootExposureProviderConfig sets (nil: removes) the exposure providerConfig of the
+// control-plane worker pool of the shoot in the Cluster, where gardenadm users put it.
+func SetShootExposureProviderConfig(ctx context.Context, c client.Client, providerConfig *runtime.RawExtension) error {
+	return patchCluster(ctx, c, clusterShoot, "the exposure providerConfig of the Cluster's shoot", func(shoot *gardencorev1beta1.Shoot) error {
+		pool := v1beta1helper.ControlPlaneWorkerPoolForShoot(shoot.Spec.Provider.Workers)
+		if pool == nil || pool.ControlPlane == nil || pool.ControlPlane.Exposure == nil || pool.ControlPlane.Exposure.Extension == nil {
+			return errors.New("the Cluster's shoot has no control-plane worker pool with an exposure extension")
+		}
+		pool.ControlPlane.Exposure.Extension.ProviderConfig = providerConfig
+		return nil
+	})
+}
+
+func clusterShoot(cluster *extensionsv1alpha1.Cluster) *runtime.RawExtension {
+	return &cluster.Spec.Shoot
+}
+
+func clusterCloudProfile(cluster *extensionsv1alpha1.Cluster) *runtime.RawExtension {
+	return &cluster.Spec.CloudProfile
+}
+
+// patchCluster decodes a part of the Cluster of Namespace (its shoot or CloudProfile) into
+// a T, changes it and patches the Cluster with the result; what names the change in errors.
+func patchCluster[T any](ctx context.Context, c client.Client, part func(*extensionsv1alpha1.Cluster) *runtime.RawExtension, what string, change func(*T) error) error {
 	cluster := &extensionsv1alpha1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Name: Namespace}, cluster); err != nil {
 		return fmt.Errorf("reading the Cluster: %w", err)
 	}
-	shoot := map[string]any{}
-	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-		return fmt.Errorf("decoding the Cluster's shoot: %w", err)
+	obj := new(T)
+	if err := json.Unmarshal(part(cluster).Raw, obj); err != nil {
+		return fmt.Errorf("setting %s: decoding: %w", what, err)
 	}
-	status, _ := shoot["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
+	if err := change(obj); err != nil {
+		return err
 	}
-	status["technicalID"] = id
-	shoot["status"] = status
-	raw, err := json.Marshal(shoot)
+	raw, err := json.Marshal(obj)
 	if err != nil {
-		return fmt.Errorf("encoding the Cluster's shoot: %w", err)
+		return fmt.Errorf("setting %s: encoding: %w", what, err)
 	}
 	patch := client.MergeFrom(cluster.DeepCopy())
-	cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
+	*part(cluster) = runtime.RawExtension{Raw: raw}
 	if err := c.Patch(ctx, cluster, patch); err != nil {
-		return fmt.Errorf("setting the technical ID in the Cluster: %w", err)
+		return fmt.Errorf("setting %s: %w", what, err)
 	}
 	return nil
 }

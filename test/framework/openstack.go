@@ -51,6 +51,10 @@ type OpenStackEnv struct {
 	AdminUsername    string
 	AdminPassword    string
 	AdminProjectName string
+	// KeystoneUWSGIConfig and KeystoneTLSPort let a test serve the same Keystone over HTTPS
+	// (KeystoneTLS); empty in an env file of an older hack/openstack.sh.
+	KeystoneUWSGIConfig string
+	KeystoneTLSPort     string
 }
 
 // NodeSubnetCIDR is the CIDR of the node subnet that hack/openstack.sh provisions.
@@ -125,6 +129,8 @@ func LoadOpenStackEnv(path string) (OpenStackEnv, error) {
 		AdminUsername:               vars["OS_ADMIN_USERNAME"],
 		AdminPassword:               vars["OS_ADMIN_PASSWORD"],
 		AdminProjectName:            vars["OS_ADMIN_PROJECT_NAME"],
+		KeystoneUWSGIConfig:         vars["KEYSTONE_UWSGI_INI"],
+		KeystoneTLSPort:             vars["KEYSTONE_TLS_PORT"],
 	}
 	if len(missing) > 0 {
 		return OpenStackEnv{}, fmt.Errorf("%s lacks %s", path, strings.Join(missing, ", "))

@@ -126,6 +126,7 @@ func NewControllerManagerCommand(ctx context.Context) *cobra.Command {
 		},
 	}
 	agg.AddFlags(cmd.Flags())
+	cmd.AddCommand(NewValidateCommand())
 	return cmd
 }
 
@@ -222,7 +223,10 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 	c.once.Do(func() {
 		ext := c.opts.Extension.Completed()
 		c.actuator = exposure.NewActuator(mgr, exposure.ActuatorOptions{
-			ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(ctrlmetrics.Registry)}),
+			ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{
+				Metrics: openstack.NewMetrics(ctrlmetrics.Registry),
+				Log:     mgr.GetLogger().WithName("openstack"),
+			}),
 			AgentImage:     ext.AgentImage,
 			KubeVIPImage:   ext.KubeVIPImage,
 			VerifyInterval: ext.VerifyInterval,

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
@@ -133,19 +134,26 @@ func TestKeystoneCertificateThatDoesNotVerify(t *testing.T) {
 	setSecretKeys(t, ctx, e, secretName, map[string]string{"authURL": front.URL + keystone.Path})
 	exp := newExposure(exposureOptions{name: identity, nodes: nodes, secretName: secretName})
 	create(t, ctx, e, exp, identity)
-	got := waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorConfigurationProblem)
-	if le := got.Status.LastError; !strings.Contains(le.Description, "certificate") {
-		t.Errorf("lastError %q does not name the certificate", le.Description)
-	}
-	if p := taggedPorts(t, ctx, e, identity); len(p) != 0 {
-		t.Errorf("%d VIP ports created although Keystone could not be trusted", len(p))
-	}
+	waitForUntrustedKeystone(t, ctx, e, exp, identity)
 
 	// The operator adds the CA that signed Keystone's certificate.
 	setSecretKeys(t, ctx, e, secretName, map[string]string{"caCert": string(caPEM)})
 	final := triggerReconcile(t, ctx, e, exp, nil)()
 	if len(final.Status.Ingress) != 1 || len(taggedPorts(t, ctx, e, identity)) != 1 {
 		t.Errorf("after the CA was added: ingress %v, want one floating IP and one VIP port", final.Status.Ingress)
+	}
+}
+
+// waitForUntrustedKeystone waits for the exposure's lastError about a Keystone certificate
+// that does not verify: ERR_CONFIGURATION_PROBLEM naming the certificate, nothing created.
+func waitForUntrustedKeystone(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, identity string) {
+	t.Helper()
+	got := waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorConfigurationProblem)
+	if le := got.Status.LastError; !strings.Contains(le.Description, "certificate") {
+		t.Errorf("lastError %q does not name the certificate", le.Description)
+	}
+	if p := taggedPorts(t, ctx, e, identity); len(p) != 0 {
+		t.Errorf("%d VIP ports created although Keystone could not be trusted", len(p))
 	}
 }
 

@@ -108,6 +108,23 @@ func TestInternalOnlyWithPasswordAndFixedVIP(t *testing.T) {
 	checkPairs(t, ctx, e, nodes, vip, true)
 }
 
+// badProviderConfigs are the bad exposure providerConfigs of TestErrorsInStatus, which
+// TestValidateMatchesStatus also gives to the validate command. Offline ones are found
+// without Neutron.
+var badProviderConfigs = []struct {
+	name, providerConfig, mention string
+	offline                       bool
+}{
+	{name: "vip outside subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":"198.19.7.7"}`, mention: "vipAddress", offline: true},
+	{name: "unknown field", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAdress":"198.18.0.7"}`, mention: "vipAdress", offline: true},
+	// floatingPoolName was dropped from the Neutron query, so any single external
+	// network was taken: a pool that does not exist must be reported.
+	{name: "unknown floating pool", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingPoolName":"no-such-pool"}`, mention: "no-such-pool"},
+	{name: "missing network", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":"00000000-0000-0000-0000-000000000000"}`, mention: "network 00000000-0000-0000-0000-000000000000 does not exist"},
+	{name: "missing subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":"00000000-0000-0000-0000-000000000000"}`, mention: "subnet"},
+	{name: "agent timings that allow two holders", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"renewDeadline":"1600ms"}}`, mention: "agent.", offline: true},
+}
+
 // TestErrorsInStatus: each bad input ends up in lastError as one line with a Gardener code
 // and a hint, never with a secret, before any side effect for a configuration problem; and
 // once the operator fixes the input, the next reconciliation converges to Succeeded.
@@ -117,7 +134,7 @@ func TestErrorsInStatus(t *testing.T) {
 	defer cancel()
 	startController(t, e)
 
-	for _, tc := range []struct {
+	type testCase struct {
 		name           string
 		secretPassword string // a password Secret with this password instead of cloudprovider
 		bothForms      bool
@@ -125,19 +142,16 @@ func TestErrorsInStatus(t *testing.T) {
 		code           gardencorev1beta1.ErrorCode
 		mention        string
 		port           int32 // spec.port instead of 6443
-	}{
+	}
+	cases := []testCase{
 		{name: "wrong password", secretPassword: "wrong-secret-Zq81", code: gardencorev1beta1.ErrorInfraUnauthenticated, mention: "credentials"},
 		{name: "both credential forms", secretPassword: "both-secret-Zq82", bothForms: true, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "not both"},
-		{name: "vip outside subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":"198.19.7.7"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "vipAddress"},
-		{name: "unknown field", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAdress":"198.18.0.7"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "vipAdress"},
-		// floatingPoolName was dropped from the Neutron query, so any single external
-		// network was taken: a pool that does not exist must be reported.
-		{name: "unknown floating pool", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingPoolName":"no-such-pool"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "no-such-pool"},
 		{name: "port out of range", port: 70000, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "70000"},
-		{name: "missing network", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "network 00000000-0000-0000-0000-000000000000 does not exist"},
-		{name: "missing subnet", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":"00000000-0000-0000-0000-000000000000"}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "subnet"},
-		{name: "agent timings that allow two holders", providerConfig: `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"renewDeadline":"1600ms"}}`, code: gardencorev1beta1.ErrorConfigurationProblem, mention: "agent."},
-	} {
+	}
+	for _, bad := range badProviderConfigs {
+		cases = append(cases, testCase{name: bad.name, providerConfig: bad.providerConfig, code: gardencorev1beta1.ErrorConfigurationProblem, mention: bad.mention})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			identity := useIdentity(t, ctx, e)
 			secretName := ""
