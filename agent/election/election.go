@@ -271,7 +271,7 @@ func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name}}
 	e.stamp(lease)
 	if e.leading {
-		now := metav1.NewMicroTime(e.clock.Now())
+		now := storedTime(e.clock.Now())
 		lease.Spec.HolderIdentity = &e.cfg.Identity
 		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 	}
@@ -592,7 +592,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 
 	lease := e.observed.DeepCopy()
 	renewing := holderOf(lease) == e.cfg.Identity
-	now := metav1.NewMicroTime(start)
+	now := storedTime(start)
 	lease.Spec.HolderIdentity = &e.cfg.Identity
 	e.stamp(lease)
 	lease.Spec.RenewTime = &now
@@ -762,6 +762,13 @@ func isRelease(lease *coordinationv1.Lease) bool {
 // last.
 func (e *Elector) ownRecord() bool {
 	return e.observed != nil && e.lastWrite != nil && microEq(e.observed.Spec.RenewTime, e.lastWrite)
+}
+
+// storedTime is t as the API server stores a MicroTime: to the microsecond. lastWrite
+// must compare equal to the renewTime the API server returns, or this process never
+// recognises its own record.
+func storedTime(t time.Time) metav1.MicroTime {
+	return metav1.NewMicroTime(t.Truncate(time.Microsecond))
 }
 
 func holderOf(lease *coordinationv1.Lease) string {

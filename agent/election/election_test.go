@@ -6,6 +6,7 @@ package election
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -88,9 +89,18 @@ func (f *fakeLeases) Watch(context.Context, metav1.ListOptions) (watch.Interface
 	return watch.NewFake(), nil
 }
 
+// store keeps the Lease as the API server does: serialized, so that times lose what
+// JSON does not carry (MicroTime keeps microseconds).
 func (f *fakeLeases) store(l *coordinationv1.Lease) {
 	f.rv++
-	f.lease = l.DeepCopy()
+	raw, err := json.Marshal(l)
+	if err != nil {
+		panic(err) // a Lease always serializes
+	}
+	f.lease = &coordinationv1.Lease{}
+	if err := json.Unmarshal(raw, f.lease); err != nil {
+		panic(err)
+	}
 	f.lease.ResourceVersion = strconv.FormatUint(f.rv, 10)
 }
 
@@ -114,7 +124,8 @@ type harness struct {
 }
 
 func newHarness() *harness {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	// Not on a microsecond: a real clock never is, and the API server keeps microseconds.
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 123456789))
 	return &harness{clock: clk, leases: &fakeLeases{clock: clk}}
 }
 

@@ -41,6 +41,10 @@ type cuttable struct {
 	calls atomic.Int64
 	// beforeRelease, when set, runs once before an update that releases the Lease.
 	beforeRelease atomic.Pointer[func()]
+	// lateReply, when set, makes the next update reach the API server but answer only
+	// after the caller's deadline, as over a slow network or from a slow etcd; it stores
+	// when that update was sent.
+	lateReply atomic.Pointer[time.Time]
 }
 
 var errCut = errors.New("connection refused (cut by the test)")
@@ -70,6 +74,14 @@ func (c *cuttable) Update(ctx context.Context, l *coordinationv1.Lease, o metav1
 		if f := c.beforeRelease.Swap(nil); f != nil {
 			(*f)()
 		}
+	}
+	if sent := c.lateReply.Swap(nil); sent != nil {
+		*sent = time.Now()
+		if _, err := c.LeaseClient.Update(ctx, l, o); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	return c.LeaseClient.Update(ctx, l, o)
 }
@@ -163,6 +175,13 @@ type candidate struct {
 
 func startCandidates(t *testing.T, cfg *rest.Config, lease string, rec *recorder, n int) []*candidate {
 	t.Helper()
+	return startCandidatesWith(t, cfg, lease, rec, n, nil)
+}
+
+// startCandidatesWith is startCandidates with prepare run on each candidate's client before
+// its election starts.
+func startCandidatesWith(t *testing.T, cfg *rest.Config, lease string, rec *recorder, n int, prepare func(*cuttable)) []*candidate {
+	t.Helper()
 	var out []*candidate
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("node-%d", i)
@@ -171,6 +190,9 @@ func startCandidates(t *testing.T, cfg *rest.Config, lease string, rec *recorder
 			t.Fatal(err)
 		}
 		c := &candidate{name: name, client: &cuttable{LeaseClient: base}, done: make(chan struct{})}
+		if prepare != nil {
+			prepare(c.client)
+		}
 		e, err := election.New(election.Config{
 			Leases: c.client, Name: lease, Identity: name,
 			Timings:   timing.Defaults(),
@@ -272,6 +294,26 @@ func TestElection(t *testing.T) {
 			t.Fatal("the leader never tried to release the Lease")
 		}
 		rec.assertNoOverlap(t)
+	})
+
+	t.Run("an acquisition that commits after its deadline is taken back at once", func(t *testing.T) {
+		// The API server stores renewTime to the microsecond; the candidate must recognise
+		// the record it wrote when the watch shows it, not wait a lease duration for itself.
+		rec := &recorder{open: map[string]*term{}}
+		var sent time.Time
+		cs := startCandidatesWith(t, cfg, "late-acquisition", rec, 1, func(c *cuttable) { c.lateReply.Store(&sent) })
+		_, took := waitForOneLeader(t, rec, 10*time.Second, "")
+		if cs[0].client.lateReply.Load() != nil {
+			t.Fatal("the candidate never tried to acquire the Lease")
+		}
+		took = time.Since(sent)
+		t.Logf("leading %s after the acquisition was sent; its reply was lost at %s", took, retryPeriod)
+		// The write's deadline is a retry period; the candidate then sees its own record and
+		// renews at once. Waiting for its own record to expire would add a lease duration.
+		if took > retryPeriod+leaseDuration/3 {
+			t.Errorf("leading %s after an acquisition whose reply came after its deadline (%s); want at most %s: the candidate did not recognise its own record",
+				took, retryPeriod, retryPeriod+leaseDuration/3)
+		}
 	})
 
 	t.Run("a cut-off leader is replaced only after its term ended", func(t *testing.T) {
