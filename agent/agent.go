@@ -74,9 +74,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	defer func() { _ = announcer.Close() }()
 
+	// The takeover guard probes IPv4 VIPs only.
+	guarded := address.Unmap().Is4()
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Guard: arp.NewProber(iface, address), Clock: clk, Log: log, Metrics: m,
-		ARPInterval: cfg.ARPInterval, Unprobed: !address.Unmap().Is4(),
+		ARPInterval: cfg.ARPInterval, Unprobed: !guarded,
 	})
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")
@@ -129,6 +131,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings:  cfg.timings(),
 		Eligible: monitor.Healthy, MayKeep: monitor.Holdable, Yield: yield, Clock: clk, Log: log,
+		// Holding through an etcd election is safe only where every takeover probes for
+		// this node first (docs/agent.md, "Holding through an etcd election").
+		HoldThroughStall: func() bool { return guarded && monitor.Holdable() },
 		Callbacks: election.Callbacks{
 			OnLeading: func(term timing.Term, newTerm bool) {
 				leading.Store(true)

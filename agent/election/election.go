@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -80,6 +81,12 @@ type Config struct {
 	// should defer takes a release or an expired Lease YieldDelay later than the others, and
 	// ignores offers. Nil means never.
 	Yield func(leading bool) bool
+	// HoldThroughStall reports whether this candidate, as leader, may keep leading past the
+	// end of its term while its renewals stall (time out or fail without a verdict on the
+	// Lease: an etcd election), up to timing.StalledWriteHold; the agent says yes where the
+	// takeover guard protects the VIP and the health gate holds. A conflict whose re-read
+	// names another holder, or a definite rejection, still ends the term. Nil means never.
+	HoldThroughStall func() bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -139,6 +146,15 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
+	// stalled: the renewals of the current term stall and the term is held through them
+	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
+	// attempt started, to pace the retries.
+	stalled     bool
+	stalledAt   time.Time
+	lastAttempt time.Time
+	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
+	// Lease for want of renewals before this (confirmExpiry).
+	stallNotBefore time.Time
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time
@@ -434,7 +450,7 @@ func (e *Elector) step(ctx context.Context) {
 		case !e.cfg.MayKeep():
 			e.resignedAt = now
 			e.stopLeading("not eligible any more", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
+		case !now.Before(e.termEnd()):
 			e.stopLeading("renewal deadline passed", true)
 		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
@@ -442,8 +458,46 @@ func (e *Elector) step(ctx context.Context) {
 		return
 	}
 	if e.cfg.Eligible() && e.canAcquire(now) {
+		if !e.acquirableAt(now).Before(e.expiry()) && !e.confirmExpiry(ctx) {
+			return
+		}
 		e.tryAcquireOrRenew(ctx)
 	}
+}
+
+// confirmExpiry reads the Lease before a follower takes it for want of renewals, and
+// reports whether it may still do so. A read that fails or takes longer than
+// timing.StalledReadThreshold shows that etcd could not serve (an election): the holder may
+// be holding its term through the stall (Config.HoldThroughStall), and a takeover write
+// queued now would race its renewals when etcd has a leader again. The follower then gives
+// the holder timing.StalledTakeoverDelay to renew first. A read queues no write, so it
+// cannot win that race.
+func (e *Elector) confirmExpiry(ctx context.Context) bool {
+	start := e.clock.Now()
+	lease, err := e.get(ctx)
+	switch {
+	case err == nil:
+		e.observe(lease, true)
+	case apierrors.IsNotFound(err):
+		e.observe(&coordinationv1.Lease{}, true)
+	}
+	if now := e.clock.Now(); (err != nil && !apierrors.IsNotFound(err)) || now.Sub(start) > timing.StalledReadThreshold {
+		e.stallNotBefore = now.Add(timing.StalledTakeoverDelay)
+		e.log.Info("Reading the Lease before taking it over stalled; leaving its holder time to renew",
+			"took", now.Sub(start).String(), "error", fmt.Sprint(err))
+		return false
+	}
+	return e.canAcquire(e.clock.Now())
+}
+
+// expiry is when the Lease as last seen expires for this follower: a lease duration after
+// the last change it saw, and not before a stalled read allows (confirmExpiry).
+func (e *Elector) expiry() time.Time {
+	at := e.observedAt.Add(e.followerWait())
+	if at.Before(e.stallNotBefore) {
+		return e.stallNotBefore
+	}
+	return at
 }
 
 // followerWait is how long a follower waits after the last change of the Lease it saw: its
@@ -481,7 +535,7 @@ func (e *Elector) canAcquire(now time.Time) bool {
 // last seen: at once for a release or its own record, after the wait for an expiry
 // otherwise, and YieldDelay later for a candidate that should yield.
 func (e *Elector) acquirableAt(now time.Time) time.Time {
-	expiry := e.observedAt.Add(e.followerWait())
+	expiry := e.expiry()
 	at := expiry
 	if e.observed != nil {
 		switch holderOf(e.observed) {
@@ -543,9 +597,13 @@ func (e *Elector) nextWakeup() time.Duration {
 	switch {
 	case e.leading && e.renewLate:
 		return 0
+	case e.leading && e.stalled:
+		// Retry as soon as the last attempt's own timeout would have passed: etcd may have a
+		// leader again any moment. At most one attempt per StalledRetryTimeout.
+		at = minTime(e.lastAttempt.Add(timing.StalledRetryTimeout), e.termEnd())
 	case e.leading:
 		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
-		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
+		if deadline := e.termEnd(); now.After(at) {
 			// A renewal failed; retry soon, but wake up at the deadline at the latest.
 			at = minTime(now.Add(e.cfg.Timings.RetryPeriod/4), deadline)
 		}
@@ -584,8 +642,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 
 	deadline := start.Add(e.cfg.Timings.RetryPeriod)
+	e.lastAttempt = start
 	if e.leading {
-		deadline = e.renewStarted.Add(e.cfg.Timings.RenewDeadline)
+		deadline = e.renewDeadline(start)
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -612,19 +671,26 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) {
-			// Somebody else wrote first; read what they wrote.
+			// Somebody else wrote first; read what they wrote. (During a stalled hold that
+			// may be an earlier attempt of this leader that committed after its timeout: the
+			// Lease then still names this node, and step keeps the term.)
 			if fresh, gerr := e.get(ctx); gerr == nil {
 				e.observe(fresh, true)
 			}
 		}
 		if e.leading {
 			e.log.V(1).Info("Renewing the Lease failed", "error", err.Error())
+			e.noteRenewalFailure(err)
 		} else {
 			e.log.V(1).Info("Acquiring the Lease failed", "error", err.Error())
 		}
 		return
 	}
 	e.observe(updated, true)
+	if e.stalled {
+		e.stalled = false
+		e.log.Info("Renewed the Lease after a stall", "heldThroughStallFor", e.clock.Since(e.stalledAt).String())
+	}
 	e.renewStarted = start
 	term := e.cfg.Timings.TermFrom(start)
 	// A write that took longer than the refresh window (an etcd leader change, a loaded
@@ -640,6 +706,80 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	if e.cfg.Callbacks.OnLeading != nil {
 		e.cfg.Callbacks.OnLeading(term, newTerm)
 	}
+}
+
+// termEnd is when the current term ends unless renewed: RenewDeadline after the start of
+// the last successful write, StalledWriteHold later while the term is held through a stall.
+func (e *Elector) termEnd() time.Time {
+	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	if e.stalled {
+		term = e.cfg.Timings.StalledTerm(term)
+	}
+	return term.End
+}
+
+// renewDeadline is the deadline of a renewal that starts at start. A renewal that may turn
+// into a stalled hold ends StalledDecisionMargin before the term, so that the keeper learns
+// of the hold before it would remove the VIP at the end of the term; during the hold each
+// attempt has StalledRetryTimeout.
+func (e *Elector) renewDeadline(start time.Time) time.Time {
+	end := e.termEnd()
+	switch {
+	case e.stalled:
+		return minTime(start.Add(timing.StalledRetryTimeout), end)
+	case e.mayHoldThroughStall():
+		return end.Add(-timing.StalledDecisionMargin)
+	}
+	return end
+}
+
+func (e *Elector) mayHoldThroughStall() bool {
+	return e.cfg.HoldThroughStall != nil && e.cfg.HoldThroughStall()
+}
+
+// noteRenewalFailure starts or ends a stalled hold after a failed renewal. A failure that
+// gives no verdict on the Lease (a timeout, a server error, etcd without a leader) starts
+// one where HoldThroughStall allows; a definite rejection, a refused connection (the local
+// kube-apiserver is gone) or a closed health gate ends it. A conflict changes nothing here:
+// the re-read decides in step whether another node holds the Lease now.
+func (e *Elector) noteRenewalFailure(err error) {
+	if apierrors.IsConflict(err) {
+		return
+	}
+	hold := stallError(err) && e.mayHoldThroughStall()
+	if hold == e.stalled {
+		return
+	}
+	e.stalled = hold
+	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	if hold {
+		e.stalledAt = e.clock.Now()
+		term = e.cfg.Timings.StalledTerm(term)
+		e.log.Info("Renewals stall; holding the term through the stall", "until", term.End.Format(time.RFC3339Nano), "error", err.Error())
+	} else {
+		e.log.Info("Not holding the term through the stall any more", "error", err.Error())
+	}
+	if e.cfg.Callbacks.OnLeading != nil {
+		e.cfg.Callbacks.OnLeading(term, false)
+	}
+}
+
+// stallError reports whether a failed write gave no verdict on the Lease: it timed out, or
+// the API server or etcd could not serve it for now. A rejection (forbidden, invalid, not
+// found, conflict) or a refused connection is a verdict.
+func stallError(err error) bool {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return false // another answer of the API server
+	}
+	return true // the transport failed after the connection was made
 }
 
 func acquireReason(renewing bool) string {

@@ -36,6 +36,10 @@ type fakeLeases struct {
 	rv         uint64
 	clock      *clocktesting.FakeClock
 	writeDelay time.Duration // each write takes this long on the fake clock
+	readDelay  time.Duration // each read takes this long on the fake clock
+	// updateErr, when set, fails every update after writeDelay, as a stalled etcd does
+	// (nothing is stored).
+	updateErr  error
 	calls      int
 	noDeadline []string // calls made with a context without a deadline
 }
@@ -51,6 +55,9 @@ func (f *fakeLeases) Get(ctx context.Context, name string, _ metav1.GetOptions) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.note(ctx, "get")
+	if f.readDelay > 0 {
+		f.clock.Step(f.readDelay)
+	}
 	if f.lease == nil {
 		return nil, apierrors.NewNotFound(leases, name)
 	}
@@ -74,6 +81,9 @@ func (f *fakeLeases) Update(ctx context.Context, l *coordinationv1.Lease, _ meta
 	f.note(ctx, "update")
 	if f.writeDelay > 0 {
 		f.clock.Step(f.writeDelay)
+	}
+	if f.updateErr != nil {
+		return nil, f.updateErr
 	}
 	if f.lease == nil {
 		return nil, apierrors.NewNotFound(leases, l.Name)
@@ -147,7 +157,8 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 	rec := &recorded{}
 	e, err := New(Config{
 		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
-		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, Clock: h.clock, Log: logr.Discard(),
+		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, HoldThroughStall: cfg.HoldThroughStall,
+		Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },

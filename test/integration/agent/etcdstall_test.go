@@ -1,0 +1,118 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// etcdStall is how long the etcd leader is stopped: about what etcd needs to elect a new
+// leader when its leader's node fails (1 to 2 election timeouts of 1 s), and the Lease
+// writes of every node stall meanwhile.
+const etcdStall = 1500 * time.Millisecond
+
+// TestEtcdElectionElsewhereKeepsTheVIP stops the etcd leader's process (SIGSTOP, as a
+// failed node's etcd looks to the others) while another node holds the VIP, at five
+// points of the holder's renewal cycle. Every Lease write stalls until etcd has a leader
+// again; the holder must keep the VIP throughout (no client outage), and the VIP must
+// never be on two nodes.
+func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvs-", ControlPlane: true})
+	c := agent.NewCluster(h, agentBin)
+	// As deployed: the etcd-leader yield keeps the VIP off the etcd leader's node.
+	c.ExtraArgs = []string{"--etcd-metrics-url=" + etcdMetricsURL, "--etcd-check-period=2s"}
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	tm := timing.Defaults()
+	var worst time.Duration
+	phases := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, tm.RetryPeriod / 2, 750 * time.Millisecond, tm.RetryPeriod - 100*time.Millisecond}
+	for i, phase := range phases {
+		holder, etcdLeader := holderAwayFromEtcdLeader(ctx, t, h, c)
+		renewed := waitRenewal(ctx, t, h, holder, holder.Name())
+		time.Sleep(time.Until(renewed.Add(phase)))
+
+		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+		prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etcd := etcdLeader.Etcd()
+		if err := etcd.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(etcdStall)
+		if err := etcd.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		// Long enough for every stalled renewal and takeover attempt to have been answered.
+		time.Sleep(3 * time.Second)
+		res := prober.Stop()
+		rep := sampler.Stop()
+		assertNoOverlap(t, rep)
+		var outage time.Duration
+		for _, o := range res.Outages {
+			outage += o.Duration()
+		}
+		worst = max(worst, outage)
+		t.Logf("run %d: etcd leader %s stopped for %s %s after a renewal by %s; client outage %s (%d probes); holder changes %s",
+			i, etcdLeader, etcdStall, phase, holder, outage, res.Probes, changes(rep))
+		if outage > 0 {
+			t.Errorf("run %d: etcd leader %s stopped for %s while %s held the VIP: client outage %s, want none; outages %+v",
+				i, etcdLeader, etcdStall, holder, outage, res.Outages)
+		}
+	}
+	for _, n := range h.Nodes() {
+		if p := c.Agent(n); p != nil {
+			logStalls(t, n, p.LogPath())
+		}
+	}
+	t.Logf("longest client outage over the runs: %s", worst)
+}
+
+// holderAwayFromEtcdLeader waits until one node holds the VIP, steadily, and its etcd
+// member does not lead; it returns the holder and the etcd leader's node.
+func holderAwayFromEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.Cluster) (holder, etcdLeader *netns.Node) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		holder, err := c.WaitStable(ctxFor(t, ctx, 60*time.Second), 6*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etcdLeader = waitEtcdLeader(ctx, t, h); etcdLeader != holder {
+			return holder, etcdLeader
+		}
+	}
+	t.Fatal("the VIP holder's etcd member kept leading etcd")
+	return nil, nil
+}
+
+// logStalls logs the agent's lines about stalled renewals: how long each stall lasted.
+func logStalls(t *testing.T, n *netns.Node, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("%s: %v", n, err)
+		return
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "stall") {
+			t.Logf("%s: %s", n, line)
+		}
+	}
+}
