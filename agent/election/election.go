@@ -158,7 +158,12 @@ type Elector struct {
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time
-	lastHolder string
+	// ineligibleAt is when this candidate was last seen not eligible after it had been
+	// eligible once (see recentlyIneligible): the wait for the first probe at start is no
+	// crash.
+	ineligibleAt time.Time
+	wasEligible  bool
+	lastHolder   string
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -448,7 +453,7 @@ func (e *Elector) step(ctx context.Context) {
 		case e.observed != nil && holder != e.cfg.Identity:
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
 		case !e.cfg.MayKeep():
-			e.resignedAt = now
+			e.resignedAt, e.ineligibleAt = now, now
 			e.stopLeading("not eligible any more", true)
 		case !now.Before(e.termEnd()):
 			e.stopLeading("renewal deadline passed", true)
@@ -457,7 +462,14 @@ func (e *Elector) step(ctx context.Context) {
 		}
 		return
 	}
-	if e.cfg.Eligible() && e.canAcquire(now) {
+	eligible := e.cfg.Eligible()
+	switch {
+	case eligible:
+		e.wasEligible = true
+	case e.wasEligible:
+		e.ineligibleAt = now
+	}
+	if eligible && e.canAcquire(now) {
 		if !e.acquirableAt(now).Before(e.expiry()) && !e.confirmExpiry(ctx) {
 			return
 		}
@@ -551,7 +563,7 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 				}
 			}
 		default:
-			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) {
+			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) && !e.recentlyIneligible(now) {
 				return e.observedAt // the holder offers the lead
 			}
 		}
@@ -584,6 +596,20 @@ func (e *Elector) defers() bool { return e.cfg.Yield != nil && e.cfg.Yield(false
 // takes a Lease that nobody renewed for a lease duration.
 func (e *Elector) heldDown(now time.Time) bool {
 	return !e.resignedAt.IsZero() && now.Before(e.resignedAt.Add(e.healthHoldDown()))
+}
+
+// OfferHoldDown is how long a candidate must have stayed eligible before it takes a
+// holder's offer (Config.Yield). An offer moves the VIP on purpose, for a benefit that only
+// counts when a node fails later; a node whose kube-apiserver crash-loops would take each
+// offer in its healthy moments and give the VIP back when it crashed again, two moves per
+// crash. Five minutes is kubelet's longest crash-loop back-off, so a node in such a loop
+// never takes an offer. A release or an expired Lease is still taken at once.
+const OfferHoldDown = 5 * time.Minute
+
+// recentlyIneligible reports whether this candidate was not eligible less than
+// OfferHoldDown ago.
+func (e *Elector) recentlyIneligible(now time.Time) bool {
+	return !e.ineligibleAt.IsZero() && now.Before(e.ineligibleAt.Add(OfferHoldDown))
 }
 
 // healthHoldDown is how long a candidate that resigned for lack of eligibility leaves

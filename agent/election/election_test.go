@@ -635,3 +635,36 @@ func TestLeaderThatShouldYieldOffersTheLead(t *testing.T) {
 		t.Fatal("the yield mark outlives the etcd leadership")
 	}
 }
+
+// A node whose kube-apiserver crash-loops must not take the holder's offer in each of its
+// healthy moments (and give the VIP back at its next crash): it takes offers only after it
+// stayed eligible for OfferHoldDown.
+func TestCrashLoopingNodeTakesNoOffer(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	ctx := context.Background()
+	a, _ := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Yield: func(bool) bool { return true }})
+	eligible := true
+	b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm, Eligible: func() bool { return eligible }})
+	b.step(ctx) // b has been eligible
+	a.tryAcquireOrRenew(ctx)
+	h.clock.Step(tm.RetryPeriod)
+	a.step(ctx) // renews with the offer
+
+	eligible = false // b's kube-apiserver crashed...
+	b.step(ctx)
+	h.clock.Step(30 * time.Second)
+	eligible = true // ...and answers again after its back-off
+	b.observe(h.leases.current(), false)
+	b.step(ctx)
+	if b.leading {
+		t.Fatal("a node that was not eligible 30s ago took the offered lead: a crash-looping node moves the VIP twice per crash")
+	}
+	h.clock.Step(OfferHoldDown)
+	a.step(ctx) // a renews, still offering
+	b.observe(h.leases.current(), false)
+	b.step(ctx)
+	if !b.leading {
+		t.Fatal("a node that stayed eligible for the hold-down does not take the offered lead")
+	}
+}

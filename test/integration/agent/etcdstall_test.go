@@ -6,6 +6,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -32,11 +33,13 @@ func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 	defer cancel()
 	h := netns.NewForTest(t, netns.Options{Prefix: "kvs-", ControlPlane: true})
 	c := agent.NewCluster(h, agentBin)
-	// As deployed: the etcd-leader yield keeps the VIP off the etcd leader's node.
-	c.ExtraArgs = []string{"--etcd-metrics-url=" + etcdMetricsURL, "--etcd-check-period=2s"}
+	// As deployed: the etcd-leader yield, reading gardenadm's metrics listener (the
+	// agent's default --etcd-metrics-url), keeps the VIP off the etcd leader's node.
+	c.ExtraArgs = []string{"--etcd-check-period=2s"}
 	if err := c.StartAll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	assertEtcdMetricsRead(ctx, t, h)
 
 	tm := timing.Defaults()
 	var worst time.Duration
@@ -100,6 +103,32 @@ func holderAwayFromEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harnes
 	}
 	t.Fatal("the VIP holder's etcd member kept leading etcd")
 	return nil, nil
+}
+
+// assertEtcdMetricsRead waits until every agent reads its etcd member's metrics from
+// gardenadm's listener and the etcd leader's agent reports the leadership.
+func assertEtcdMetricsRead(ctx context.Context, t *testing.T, h *netns.Harness) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var missing []string
+		etcdLeader := waitEtcdLeader(ctx, t, h)
+		for _, n := range h.Nodes() {
+			if v, err := metric(ctx, n, "kube_vip_agent_etcd_metrics_readable"); err != nil || v != 1 {
+				missing = append(missing, fmt.Sprintf("%s: readable %v (%v)", n, v, err))
+			}
+		}
+		if v, err := metric(ctx, etcdLeader, "kube_vip_agent_etcd_leader"); err != nil || v != 1 {
+			missing = append(missing, fmt.Sprintf("%s leads etcd: kube_vip_agent_etcd_leader %v (%v)", etcdLeader, v, err))
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agents do not read gardenadm's etcd metrics listener: %v", missing)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // logStalls logs the agent's lines about stalled renewals: how long each stall lasted.
