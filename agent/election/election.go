@@ -176,6 +176,8 @@ type Elector struct {
 	lastWrite *metav1.MicroTime
 
 	poke chan struct{}
+	// rewatch restarts the watch from the resourceVersion sent (rewatchIfBehind).
+	rewatch chan string
 }
 
 // New returns an Elector for the configuration.
@@ -192,7 +194,7 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.MayKeep == nil {
 		cfg.MayKeep = cfg.Eligible
 	}
-	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1)}, nil
+	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1), rewatch: make(chan string, 1)}, nil
 }
 
 // Poke asks the election to re-evaluate at once, for example after the eligibility
@@ -337,22 +339,52 @@ type observation struct {
 
 // watch feeds every version of the Lease into events until ctx is done. The
 // RetryWatcher re-establishes the watch from the last resourceVersion; when that version
-// is too old, the Lease is read again and the watch starts over.
+// is too old, or too large ("Too large resource version", which the RetryWatcher would
+// retry forever), the Lease is read again and the watch starts over; a read that finds a
+// record the watch missed restarts it from there (rewatchIfBehind).
 func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan<- observation) {
 	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
-	lw := &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			options.FieldSelector = selector
-			return e.cfg.Leases.Watch(ctx, options)
-		},
-	}
 	for ctx.Err() == nil {
-		w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, lw)
+		retryCtx, giveUp := context.WithCancel(ctx)
+		lw := &cache.ListWatch{
+			WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+				options.FieldSelector = selector
+				w, err := e.cfg.Leases.Watch(ctx, options)
+				if err != nil {
+					if tooLargeResourceVersion(err) {
+						giveUp()
+					}
+					return nil, err
+				}
+				return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+					if ev.Type == watch.Error && tooLargeResourceVersion(apierrors.FromObject(ev.Object)) {
+						giveUp()
+					}
+					return ev, true
+				}), nil
+			},
+		}
+		w, err := watchtools.NewRetryWatcherWithContext(retryCtx, resourceVersion, lw)
 		if err != nil {
+			giveUp()
 			e.log.Error(err, "Watching the Lease failed")
 			return
 		}
-		for ev := range w.ResultChan() {
+		rewatched := false
+	receive:
+		for {
+			var ev watch.Event
+			select {
+			case rv := <-e.rewatch:
+				// A read found a newer record than this watch delivered (rewatchIfBehind).
+				resourceVersion, rewatched = rv, true
+				break receive
+			case got, ok := <-w.ResultChan():
+				if !ok {
+					break receive
+				}
+				ev = got
+			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
 				if lease, ok := ev.Object.(*coordinationv1.Lease); ok {
@@ -373,11 +405,16 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 			}
 		}
 		w.Stop()
+		giveUp()
 		if ctx.Err() != nil {
 			return
 		}
+		if rewatched {
+			e.log.Info("The Lease watch missed a newer record; watching again from it", "resourceVersion", resourceVersion)
+			continue
+		}
 		// The watch gave up (typically: resourceVersion too old, after the API server
-		// restarted). Wait a retry period, so that a watch that keeps failing does not spin,
+		// restarted, or too large). Wait a retry period, so that a watch that keeps failing does not spin,
 		// then start from a fresh read.
 		select {
 		case <-ctx.Done():
@@ -489,6 +526,7 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 	lease, err := e.get(ctx)
 	switch {
 	case err == nil:
+		e.rewatchIfBehind(lease)
 		e.observe(lease, true)
 	case apierrors.IsNotFound(err):
 		e.observe(&coordinationv1.Lease{}, true)
@@ -500,6 +538,23 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 		return false
 	}
 	return e.canAcquire(e.clock.Now())
+}
+
+// rewatchIfBehind restarts the watch from lease when a follower's read finds a record it
+// has not seen: the follower reached the end of its wait, so the watch delivered no change
+// for a lease duration, yet the Lease changed. An API server whose data is behind the
+// resourceVersion watched (after an etcd restore, or an API server whose cache lags) keeps
+// such a watch open without events (kube-apiserver 1.36) or fails it with "Too large
+// resource version", which the RetryWatcher retries forever; either way the follower would
+// see the Lease only through its own takeover attempts.
+func (e *Elector) rewatchIfBehind(lease *coordinationv1.Lease) {
+	if e.observed == nil || sameRecord(&e.observed.Spec, &lease.Spec) {
+		return
+	}
+	select {
+	case e.rewatch <- lease.ResourceVersion:
+	default:
+	}
 }
 
 // expiry is when the Lease as last seen expires for this follower: a lease duration after
@@ -701,6 +756,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 			// may be an earlier attempt of this leader that committed after its timeout: the
 			// Lease then still names this node, and step keeps the term.)
 			if fresh, gerr := e.get(ctx); gerr == nil {
+				if !e.leading {
+					e.rewatchIfBehind(fresh)
+				}
 				e.observe(fresh, true)
 			}
 		}
@@ -956,6 +1014,13 @@ func ptrEq[T comparable](a, b *T) bool {
 
 func microEq(a, b *metav1.MicroTime) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(b))
+}
+
+// tooLargeResourceVersion reports whether err says that the resourceVersion asked for is
+// newer than what the API server has (k8s.io/apiserver's storage.IsTooLargeResourceVersion,
+// which the agent does not link).
+func tooLargeResourceVersion(err error) bool {
+	return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
 // olderThan compares resourceVersions. They are opaque to clients in general, but the
