@@ -206,8 +206,12 @@ func (e *Elector) Poke() {
 	}
 }
 
-// releaseTimeout bounds the release of the Lease on the way out.
-const releaseTimeout = 400 * time.Millisecond
+// releaseTimeout bounds the release of the Lease on the way out; where other
+// kube-apiservers can take the release, the local one gets localReleaseTimeout of it.
+const (
+	releaseTimeout      = 400 * time.Millisecond
+	localReleaseTimeout = releaseTimeout / 2
+)
 
 const (
 	// LeaseDurationAnnotation carries the writer's lease duration in milliseconds, exactly;
@@ -902,7 +906,13 @@ func (e *Elector) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	err := e.releaseVia(ctx, e.cfg.Leases)
+	local, cancelLocal := ctx, context.CancelFunc(func() {})
+	if len(e.cfg.Fallbacks) > 0 {
+		// A local kube-apiserver that hangs (its etcd is gone) must leave the others time.
+		local, cancelLocal = context.WithTimeout(ctx, localReleaseTimeout)
+	}
+	err := e.releaseVia(local, e.cfg.Leases)
+	cancelLocal()
 	via := "the local kube-apiserver"
 	for i := 0; err != nil && !errors.Is(err, errNotHolder) && !apierrors.IsConflict(err) && i < len(e.cfg.Fallbacks) && ctx.Err() == nil; i++ {
 		e.log.V(1).Info("Releasing the Lease failed; trying another kube-apiserver", "error", err.Error())
@@ -922,40 +932,51 @@ func (e *Elector) release() {
 // releaseVia writes the release record through leases.
 func (e *Elector) releaseVia(ctx context.Context, leases LeaseClient) error {
 	current := e.observed
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		lease := current.DeepCopy()
-		now := metav1.NewMicroTime(e.clock.Now())
-		empty := ""
-		one := int32(1)
-		lease.Spec.HolderIdentity = &empty
-		lease.Spec.LeaseDurationSeconds = &one
-		lease.Spec.RenewTime = &now
-		lease.Spec.AcquireTime = &now
-		if lease.Annotations == nil {
-			lease.Annotations = map[string]string{}
-		}
-		delete(lease.Annotations, LeaseDurationAnnotation)
-		delete(lease.Annotations, YieldAnnotation)
-		lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
-		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
-		if err == nil {
-			e.observe(updated, true)
-			return nil
-		}
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		fresh, gerr := leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		e.observe(fresh, true)
-		if holderOf(fresh) != e.cfg.Identity {
-			return errNotHolder
-		}
-		current = fresh
-		return err
+	// The result of the last attempt, not RetryOnConflict's: that reports a timed-out
+	// attempt (context.DeadlineExceeded) as success when no conflict came before it.
+	var last error
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		last = e.releaseOnce(ctx, leases, &current)
+		return last
 	})
+	return last
+}
+
+// releaseOnce is one attempt of releaseVia; after a conflict it reads the Lease into
+// current for the next attempt.
+func (e *Elector) releaseOnce(ctx context.Context, leases LeaseClient, current **coordinationv1.Lease) error {
+	lease := (*current).DeepCopy()
+	now := metav1.NewMicroTime(e.clock.Now())
+	empty := ""
+	one := int32(1)
+	lease.Spec.HolderIdentity = &empty
+	lease.Spec.LeaseDurationSeconds = &one
+	lease.Spec.RenewTime = &now
+	lease.Spec.AcquireTime = &now
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	delete(lease.Annotations, LeaseDurationAnnotation)
+	delete(lease.Annotations, YieldAnnotation)
+	lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
+	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err == nil {
+		e.observe(updated, true)
+		return nil
+	}
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	fresh, gerr := leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+	if gerr != nil {
+		return gerr
+	}
+	e.observe(fresh, true)
+	if holderOf(fresh) != e.cfg.Identity {
+		return errNotHolder
+	}
+	*current = fresh
+	return err
 }
 
 // errNotHolder ends a release when the Lease no longer names this candidate.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -537,6 +538,41 @@ func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneIsDead(t *testing.T) {
 		case !withFallback && released:
 			t.Fatal("without a fallback the release cannot have been written (the test does not test what it should)")
 		}
+	}
+}
+
+// hangingLeases is the Lease API through a kube-apiserver that accepts connections and
+// never answers (its etcd is gone): every write waits for its deadline.
+type hangingLeases struct{ *fakeLeases }
+
+func (h *hangingLeases) Update(ctx context.Context, _ *coordinationv1.Lease, _ metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// The local kube-apiserver that hangs, rather than refuses, must leave the release time to
+// go through another one.
+func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneHangs(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	local := &downLeases{fakeLeases: h.leases}
+	a, err := New(Config{
+		Leases: local, Fallbacks: []LeaseClient{h.leases}, Name: "kube-vip-agent", Identity: "node-a", Timings: tm,
+		Clock: h.clock, Log: logr.Discard(), Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.tryAcquireOrRenew(context.Background())
+	a.cfg.Leases = &hangingLeases{fakeLeases: h.leases}
+	a.log = testr.New(t)
+	start := time.Now()
+	a.stopLeading("not eligible any more", true)
+	if took := time.Since(start); !isRelease(h.leases.current()) {
+		t.Fatalf("the release did not go through the other kube-apiserver while the local one hung (%s spent)", took.Round(time.Millisecond))
 	}
 }
 
