@@ -38,6 +38,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -149,9 +150,12 @@ type Elector struct {
 	// stalled: the renewals of the current term stall and the term is held through them
 	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
 	// attempt started, to pace the retries.
-	stalled     bool
-	stalledAt   time.Time
-	lastAttempt time.Time
+	// failedAcquisitions counts this follower's failed takeover writes since its last
+	// success (followerRetry).
+	failedAcquisitions int
+	stalled            bool
+	stalledAt          time.Time
+	lastAttempt        time.Time
 	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
 	// Lease for want of renewals before this (confirmExpiry).
 	stallNotBefore time.Time
@@ -642,6 +646,17 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 // anyway, it offers the lead once it holds the VIP.
 const YieldDelay = 50 * time.Millisecond
 
+// followerRetry is how long a follower waits after a failed takeover write before the
+// next: a quarter of a retry period after the first failure, doubling up to two retry
+// periods, each stretched by up to half at random, so that followers whose writes keep
+// failing (an API server that rejects them, etcd out of space) stay within one request per
+// second each (a takeover for want of renewals costs a read and a write) and do not retry
+// in step.
+func (e *Elector) followerRetry() time.Duration {
+	d := e.cfg.Timings.RetryPeriod / 4 << min(max(e.failedAcquisitions-1, 0), 3)
+	return wait.Jitter(d, 0.5)
+}
+
 // offersLead reports whether this candidate, as leader, should offer the lead.
 func (e *Elector) offersLead() bool { return e.cfg.Yield != nil && e.cfg.Yield(true) }
 
@@ -695,7 +710,7 @@ func (e *Elector) nextWakeup() time.Duration {
 	case !e.cfg.Eligible():
 		return e.cfg.Timings.RetryPeriod // re-check eligibility; Poke wakes us earlier
 	case e.canAcquire(now):
-		at = now.Add(e.cfg.Timings.RetryPeriod / 4) // the last attempt failed
+		at = now.Add(e.followerRetry()) // the last attempt failed
 	default:
 		at = e.acquirableAt(now)
 	}
@@ -770,10 +785,12 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 			e.log.V(1).Info("Renewing the Lease failed", "error", err.Error())
 			e.noteRenewalFailure(err)
 		} else {
+			e.failedAcquisitions++
 			e.log.V(1).Info("Acquiring the Lease failed", "error", err.Error())
 		}
 		return
 	}
+	e.failedAcquisitions = 0
 	e.observe(updated, true)
 	if e.stalled {
 		e.stalled = false

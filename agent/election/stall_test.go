@@ -6,7 +6,9 @@ package election
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -117,5 +119,37 @@ func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 	b.step(context.Background())
 	if !b.leading {
 		t.Fatal("the follower did not take an expired Lease after a prompt read")
+	}
+}
+
+// Under persistent write errors a follower that may take the Lease retries with a growing,
+// jittered pause: at most one request per second, and not in step with the others.
+func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, _ := h.candidate(t, "node-a", tm)
+	b, _ := h.candidate(t, "node-b", tm)
+	ctx := context.Background()
+	a.tryAcquireOrRenew(ctx)
+	a.stopLeading("shutting down", true)
+	b.observe(h.leases.current(), false)
+	h.leases.updateErr = apierrors.NewInternalError(errors.New("etcdserver: mvcc: database space exceeded"))
+
+	const window = 20 * time.Second
+	start, calls := h.clock.Now(), h.leases.calls
+	pauses := map[time.Duration]bool{}
+	for h.clock.Since(start) < window {
+		b.step(ctx)
+		wait := b.nextWakeup()
+		pauses[wait] = true
+		h.clock.Step(wait)
+	}
+	rate := float64(h.leases.calls-calls) / window.Seconds()
+	t.Logf("%.2f requests/s, %d distinct pauses", rate, len(pauses))
+	if rate > 1 {
+		t.Errorf("a follower whose writes keep failing sends %.2f requests/s, want at most 1", rate)
+	}
+	if len(pauses) < 3 {
+		t.Errorf("the follower retries at %d distinct intervals: no jitter", len(pauses))
 	}
 }
