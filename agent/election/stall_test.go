@@ -51,7 +51,6 @@ func TestRenewalThatStallsHoldsTheTermUntilTheBound(t *testing.T) {
 	// always, RenewDeadline after its start.
 	h2 := newHarness()
 	b, rec2 := h2.candidateWith(t, Config{Identity: "node-b", Timings: tm})
-	start = h2.clock.Now()
 	b.tryAcquireOrRenew(context.Background())
 	h2.clock.Step(tm.RetryPeriod)
 	h2.leases.updateErr = apierrors.NewTimeoutError("etcdserver: request timed out", 0)
