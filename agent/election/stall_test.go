@@ -87,10 +87,7 @@ func TestRejectedRenewalIsNotHeld(t *testing.T) {
 func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 	h := newHarness()
 	tm := timing.Defaults()
-	a, _ := h.candidate(t, "node-a", tm)
-	b, _ := h.candidate(t, "node-b", tm)
-	a.tryAcquireOrRenew(context.Background())
-	b.observe(h.leases.current(), false)
+	a, b := h.leaderAndFollower(t, tm)
 	h.clock.Step(tm.LeaseDuration)
 
 	h.leases.readDelay = 2 * timing.StalledReadThreshold
@@ -125,11 +122,8 @@ func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 // jittered pause: at most one request per second, and not in step with the others.
 func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {
 	h := newHarness()
-	tm := timing.Defaults()
-	a, _ := h.candidate(t, "node-a", tm)
-	b, _ := h.candidate(t, "node-b", tm)
 	ctx := context.Background()
-	a.tryAcquireOrRenew(ctx)
+	a, b := h.leaderAndFollower(t, timing.Defaults())
 	a.stopLeading("shutting down", true)
 	b.observe(h.leases.current(), false)
 	h.leases.updateErr = apierrors.NewInternalError(errors.New("etcdserver: mvcc: database space exceeded"))
@@ -151,4 +145,14 @@ func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {
 	if len(pauses) < 3 {
 		t.Errorf("the follower retries at %d distinct intervals: no jitter", len(pauses))
 	}
+}
+
+// leaderAndFollower returns node-a, which holds the Lease, and node-b, which saw it do so.
+func (h *harness) leaderAndFollower(t *testing.T, tm timing.Timings) (leader, follower *Elector) {
+	t.Helper()
+	leader, _ = h.candidate(t, "node-a", tm)
+	follower, _ = h.candidate(t, "node-b", tm)
+	leader.tryAcquireOrRenew(context.Background())
+	follower.observe(h.leases.current(), false)
+	return leader, follower
 }
