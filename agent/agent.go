@@ -92,11 +92,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Observe: func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
 		OnChange: func(s health.Status) {
 			log.Info("Health changed", "healthy", s.Healthy, "holdable", s.Holdable, "reason", s.Reason)
-			if s.Healthy {
-				m.apiserverHealthy.Set(1)
-			} else {
-				m.apiserverHealthy.Set(0)
-			}
+			m.apiserverHealthy.Set(gaugeValue(s.Healthy))
 			// The keeper acts at once, even if the election is blocked in a renewal; the
 			// election then ends the term and releases the Lease.
 			k.SetHealthy(s.Holdable)
@@ -134,6 +130,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Eligible: func() bool { return monitor.Healthy() && k.fit() },
 		MayKeep:  func() bool { return monitor.Holdable() && k.fit() },
 		Yield:    yield, Clock: clk, Log: log,
+		// Holding through an etcd election is safe because every takeover, IPv4 and IPv6,
+		// probes for this node first (docs/agent.md, "Holding through an etcd election").
+		HoldThroughStall: func() bool { return monitor.Holdable() && k.fit() },
 		Callbacks: election.Callbacks{
 			OnLeading: func(term timing.Term, newTerm bool) {
 				leading.Store(true)
@@ -233,14 +232,18 @@ func newEtcdLeader(cfg Config, m *metrics, clk clock.WithTicker, log logr.Logger
 		Client: client, URL: cfg.EtcdMetricsURL, Period: cfg.EtcdCheckPeriod, FollowerPeriod: etcdFollowerPeriod,
 		Leading: leading, Confirm: etcdConfirm,
 		Timeout: cfg.HealthTimeout, Clock: clk, Log: log.WithValues("etcd", cfg.EtcdMetricsURL),
-		Observe: func(leads bool, _ error) {
-			if leads {
-				m.etcdLeader.Set(1)
-			} else {
-				m.etcdLeader.Set(0)
-			}
+		Observe: func(leads bool, err error) {
+			m.etcdLeader.Set(gaugeValue(leads))
+			m.etcdReadable.Set(gaugeValue(err == nil))
 		},
 	})
+}
+
+func gaugeValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // removeStaleVIP removes a VIP left behind by an earlier run, unless this node holds the

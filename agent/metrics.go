@@ -45,7 +45,10 @@ type metrics struct {
 	// request budget of docs/agent.md.
 	requests *prometheus.CounterVec
 	// etcdLeader is 1 while the local etcd member leads (confirmed), else 0.
-	etcdLeader       prometheus.Gauge
+	etcdLeader prometheus.Gauge
+	// etcdReadable is 1 while the last read of the local etcd member's metrics succeeded:
+	// at 0 the etcd-leader yield is off, which etcdLeader alone does not show.
+	etcdReadable     prometheus.Gauge
 	clock            clock.PassiveClock
 	mu               sync.Mutex
 	lastTransitionAt time.Time
@@ -78,6 +81,8 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			[]string{"target"}),
 		etcdLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "etcd_leader",
 			Help: "1 while the local etcd member leads the etcd cluster (confirmed by two reads), so that this node leaves the VIP to another one, else 0."}),
+		etcdReadable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "etcd_metrics_readable",
+			Help: "1 while the last read of the local etcd member's metrics (--etcd-metrics-url) succeeded; 0 means the etcd-leader yield is off on this node."}),
 		clock:            clk,
 		lastTransitionAt: clk.Now(),
 	}
@@ -88,7 +93,7 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, m.etcdReadable, since)
 	return m
 }
 

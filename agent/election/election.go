@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,6 +38,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -80,6 +82,12 @@ type Config struct {
 	// should defer takes a release or an expired Lease YieldDelay later than the others, and
 	// ignores offers. Nil means never.
 	Yield func(leading bool) bool
+	// HoldThroughStall reports whether this candidate, as leader, may keep leading past the
+	// end of its term while its renewals stall (time out or fail without a verdict on the
+	// Lease: an etcd election), up to timing.StalledWriteHold; the agent says yes where the
+	// takeover guard protects the VIP and the health gate holds. A conflict whose re-read
+	// names another holder, or a definite rejection, still ends the term. Nil means never.
+	HoldThroughStall func() bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -139,10 +147,27 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
+	// stalled: the renewals of the current term stall and the term is held through them
+	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
+	// attempt started, to pace the retries.
+	// failedAcquisitions counts this follower's failed takeover writes since its last
+	// success (followerRetry).
+	failedAcquisitions int
+	stalled            bool
+	stalledAt          time.Time
+	lastAttempt        time.Time
+	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
+	// Lease for want of renewals before this (confirmExpiry).
+	stallNotBefore time.Time
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time
-	lastHolder string
+	// ineligibleAt is when this candidate was last seen not eligible after it had been
+	// eligible once (see recentlyIneligible): the wait for the first probe at start is no
+	// crash.
+	ineligibleAt time.Time
+	wasEligible  bool
+	lastHolder   string
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -155,6 +180,8 @@ type Elector struct {
 	lastWrite *metav1.MicroTime
 
 	poke chan struct{}
+	// rewatch restarts the watch from the resourceVersion sent (rewatchIfBehind).
+	rewatch chan string
 }
 
 // New returns an Elector for the configuration.
@@ -171,7 +198,7 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.MayKeep == nil {
 		cfg.MayKeep = cfg.Eligible
 	}
-	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1)}, nil
+	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1), rewatch: make(chan string, 1)}, nil
 }
 
 // Poke asks the election to re-evaluate at once, for example after the eligibility
@@ -183,8 +210,12 @@ func (e *Elector) Poke() {
 	}
 }
 
-// releaseTimeout bounds the release of the Lease on the way out.
-const releaseTimeout = 400 * time.Millisecond
+// releaseTimeout bounds the release of the Lease on the way out; where other
+// kube-apiservers can take the release, the local one gets localReleaseTimeout of it.
+const (
+	releaseTimeout      = 400 * time.Millisecond
+	localReleaseTimeout = releaseTimeout / 2
+)
 
 const (
 	// LeaseDurationAnnotation carries the writer's lease duration in milliseconds, exactly;
@@ -271,7 +302,7 @@ func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name}}
 	e.stamp(lease)
 	if e.leading {
-		now := metav1.NewMicroTime(e.clock.Now())
+		now := storedTime(e.clock.Now())
 		lease.Spec.HolderIdentity = &e.cfg.Identity
 		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
 	}
@@ -316,22 +347,52 @@ type observation struct {
 
 // watch feeds every version of the Lease into events until ctx is done. The
 // RetryWatcher re-establishes the watch from the last resourceVersion; when that version
-// is too old, the Lease is read again and the watch starts over.
+// is too old, or too large ("Too large resource version", which the RetryWatcher would
+// retry forever), the Lease is read again and the watch starts over; a read that finds a
+// record the watch missed restarts it from there (rewatchIfBehind).
 func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan<- observation) {
 	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
-	lw := &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			options.FieldSelector = selector
-			return e.cfg.Leases.Watch(ctx, options)
-		},
-	}
 	for ctx.Err() == nil {
-		w, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, lw)
+		retryCtx, giveUp := context.WithCancel(ctx)
+		lw := &cache.ListWatch{
+			WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+				options.FieldSelector = selector
+				w, err := e.cfg.Leases.Watch(ctx, options)
+				if err != nil {
+					if tooLargeResourceVersion(err) {
+						giveUp()
+					}
+					return nil, err
+				}
+				return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+					if ev.Type == watch.Error && tooLargeResourceVersion(apierrors.FromObject(ev.Object)) {
+						giveUp()
+					}
+					return ev, true
+				}), nil
+			},
+		}
+		w, err := watchtools.NewRetryWatcherWithContext(retryCtx, resourceVersion, lw)
 		if err != nil {
+			giveUp()
 			e.log.Error(err, "Watching the Lease failed")
 			return
 		}
-		for ev := range w.ResultChan() {
+		rewatched := false
+	receive:
+		for {
+			var ev watch.Event
+			select {
+			case rv := <-e.rewatch:
+				// A read found a newer record than this watch delivered (rewatchIfBehind).
+				resourceVersion, rewatched = rv, true
+				break receive
+			case got, ok := <-w.ResultChan():
+				if !ok {
+					break receive
+				}
+				ev = got
+			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
 				if lease, ok := ev.Object.(*coordinationv1.Lease); ok {
@@ -352,11 +413,16 @@ func (e *Elector) watch(ctx context.Context, resourceVersion string, events chan
 			}
 		}
 		w.Stop()
+		giveUp()
 		if ctx.Err() != nil {
 			return
 		}
+		if rewatched {
+			e.log.Info("The Lease watch missed a newer record; watching again from it", "resourceVersion", resourceVersion)
+			continue
+		}
 		// The watch gave up (typically: resourceVersion too old, after the API server
-		// restarted). Wait a retry period, so that a watch that keeps failing does not spin,
+		// restarted, or too large). Wait a retry period, so that a watch that keeps failing does not spin,
 		// then start from a fresh read.
 		select {
 		case <-ctx.Done():
@@ -432,18 +498,81 @@ func (e *Elector) step(ctx context.Context) {
 		case e.observed != nil && holder != e.cfg.Identity:
 			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
 		case !e.cfg.MayKeep():
-			e.resignedAt = now
+			e.resignedAt, e.ineligibleAt = now, now
 			e.stopLeading("not eligible any more", true)
-		case !now.Before(e.renewStarted.Add(e.cfg.Timings.RenewDeadline)):
+		case !now.Before(e.termEnd()):
 			e.stopLeading("renewal deadline passed", true)
 		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
 			e.tryAcquireOrRenew(ctx)
 		}
 		return
 	}
-	if e.cfg.Eligible() && e.canAcquire(now) {
+	eligible := e.cfg.Eligible()
+	switch {
+	case eligible:
+		e.wasEligible = true
+	case e.wasEligible:
+		e.ineligibleAt = now
+	}
+	if eligible && e.canAcquire(now) {
+		if !e.acquirableAt(now).Before(e.expiry()) && !e.confirmExpiry(ctx) {
+			return
+		}
 		e.tryAcquireOrRenew(ctx)
 	}
+}
+
+// confirmExpiry reads the Lease before a follower takes it for want of renewals, and
+// reports whether it may still do so. A read that fails or takes longer than
+// timing.StalledReadThreshold shows that etcd could not serve (an election): the holder may
+// be holding its term through the stall (Config.HoldThroughStall), and a takeover write
+// queued now would race its renewals when etcd has a leader again. The follower then gives
+// the holder timing.StalledTakeoverDelay to renew first. A read queues no write, so it
+// cannot win that race.
+func (e *Elector) confirmExpiry(ctx context.Context) bool {
+	start := e.clock.Now()
+	lease, err := e.get(ctx)
+	switch {
+	case err == nil:
+		e.rewatchIfBehind(lease)
+		e.observe(lease, true)
+	case apierrors.IsNotFound(err):
+		e.observe(&coordinationv1.Lease{}, true)
+	}
+	if now := e.clock.Now(); (err != nil && !apierrors.IsNotFound(err)) || now.Sub(start) > timing.StalledReadThreshold {
+		e.stallNotBefore = now.Add(timing.StalledTakeoverDelay)
+		e.log.Info("Reading the Lease before taking it over stalled; leaving its holder time to renew",
+			"took", now.Sub(start).String(), "error", fmt.Sprint(err))
+		return false
+	}
+	return e.canAcquire(e.clock.Now())
+}
+
+// rewatchIfBehind restarts the watch from lease when a follower's read finds a record it
+// has not seen: the follower reached the end of its wait, so the watch delivered no change
+// for a lease duration, yet the Lease changed. An API server whose data is behind the
+// resourceVersion watched (after an etcd restore, or an API server whose cache lags) keeps
+// such a watch open without events (kube-apiserver 1.36) or fails it with "Too large
+// resource version", which the RetryWatcher retries forever; either way the follower would
+// see the Lease only through its own takeover attempts.
+func (e *Elector) rewatchIfBehind(lease *coordinationv1.Lease) {
+	if e.observed == nil || sameRecord(&e.observed.Spec, &lease.Spec) {
+		return
+	}
+	select {
+	case e.rewatch <- lease.ResourceVersion:
+	default:
+	}
+}
+
+// expiry is when the Lease as last seen expires for this follower: a lease duration after
+// the last change it saw, and not before a stalled read allows (confirmExpiry).
+func (e *Elector) expiry() time.Time {
+	at := e.observedAt.Add(e.followerWait())
+	if at.Before(e.stallNotBefore) {
+		return e.stallNotBefore
+	}
+	return at
 }
 
 // followerWait is how long a follower waits after the last change of the Lease it saw: its
@@ -481,7 +610,7 @@ func (e *Elector) canAcquire(now time.Time) bool {
 // last seen: at once for a release or its own record, after the wait for an expiry
 // otherwise, and YieldDelay later for a candidate that should yield.
 func (e *Elector) acquirableAt(now time.Time) time.Time {
-	expiry := e.observedAt.Add(e.followerWait())
+	expiry := e.expiry()
 	at := expiry
 	if e.observed != nil {
 		switch holderOf(e.observed) {
@@ -497,7 +626,7 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 				}
 			}
 		default:
-			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) {
+			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) && !e.recentlyIneligible(now) {
 				return e.observedAt // the holder offers the lead
 			}
 		}
@@ -517,6 +646,17 @@ func (e *Elector) acquirableAt(now time.Time) time.Time {
 // anyway, it offers the lead once it holds the VIP.
 const YieldDelay = 50 * time.Millisecond
 
+// followerRetry is how long a follower waits after a failed takeover write before the
+// next: a quarter of a retry period after the first failure, doubling up to two retry
+// periods, each stretched by up to half at random, so that followers whose writes keep
+// failing (an API server that rejects them, etcd out of space) stay within one request per
+// second each (a takeover for want of renewals costs a read and a write) and do not retry
+// in step.
+func (e *Elector) followerRetry() time.Duration {
+	d := e.cfg.Timings.RetryPeriod / 4 << min(max(e.failedAcquisitions-1, 0), 3)
+	return wait.Jitter(d, 0.5)
+}
+
 // offersLead reports whether this candidate, as leader, should offer the lead.
 func (e *Elector) offersLead() bool { return e.cfg.Yield != nil && e.cfg.Yield(true) }
 
@@ -532,6 +672,20 @@ func (e *Elector) heldDown(now time.Time) bool {
 	return !e.resignedAt.IsZero() && now.Before(e.resignedAt.Add(e.healthHoldDown()))
 }
 
+// OfferHoldDown is how long a candidate must have stayed eligible before it takes a
+// holder's offer (Config.Yield). An offer moves the VIP on purpose, for a benefit that only
+// counts when a node fails later; a node whose kube-apiserver crash-loops would take each
+// offer in its healthy moments and give the VIP back when it crashed again, two moves per
+// crash. Five minutes is kubelet's longest crash-loop back-off, so a node in such a loop
+// never takes an offer. A release or an expired Lease is still taken at once.
+const OfferHoldDown = 5 * time.Minute
+
+// recentlyIneligible reports whether this candidate was not eligible less than
+// OfferHoldDown ago.
+func (e *Elector) recentlyIneligible(now time.Time) bool {
+	return !e.ineligibleAt.IsZero() && now.Before(e.ineligibleAt.Add(OfferHoldDown))
+}
+
 // healthHoldDown is how long a candidate that resigned for lack of eligibility leaves
 // releases to the others: two lease durations.
 func (e *Elector) healthHoldDown() time.Duration { return 2 * e.cfg.Timings.LeaseDuration }
@@ -543,16 +697,20 @@ func (e *Elector) nextWakeup() time.Duration {
 	switch {
 	case e.leading && e.renewLate:
 		return 0
+	case e.leading && e.stalled:
+		// Retry as soon as the last attempt's own timeout would have passed: etcd may have a
+		// leader again any moment. At most one attempt per StalledRetryTimeout.
+		at = minTime(e.lastAttempt.Add(timing.StalledRetryTimeout), e.termEnd())
 	case e.leading:
 		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
-		if deadline := e.renewStarted.Add(e.cfg.Timings.RenewDeadline); now.After(at) {
+		if deadline := e.termEnd(); now.After(at) {
 			// A renewal failed; retry soon, but wake up at the deadline at the latest.
 			at = minTime(now.Add(e.cfg.Timings.RetryPeriod/4), deadline)
 		}
 	case !e.cfg.Eligible():
 		return e.cfg.Timings.RetryPeriod // re-check eligibility; Poke wakes us earlier
 	case e.canAcquire(now):
-		at = now.Add(e.cfg.Timings.RetryPeriod / 4) // the last attempt failed
+		at = now.Add(e.followerRetry()) // the last attempt failed
 	default:
 		at = e.acquirableAt(now)
 	}
@@ -584,15 +742,16 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 
 	deadline := start.Add(e.cfg.Timings.RetryPeriod)
+	e.lastAttempt = start
 	if e.leading {
-		deadline = e.renewStarted.Add(e.cfg.Timings.RenewDeadline)
+		deadline = e.renewDeadline(start)
 	}
 	reqCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
 	lease := e.observed.DeepCopy()
 	renewing := holderOf(lease) == e.cfg.Identity
-	now := metav1.NewMicroTime(start)
+	now := storedTime(start)
 	lease.Spec.HolderIdentity = &e.cfg.Identity
 	e.stamp(lease)
 	lease.Spec.RenewTime = &now
@@ -612,19 +771,31 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) {
-			// Somebody else wrote first; read what they wrote.
+			// Somebody else wrote first; read what they wrote. (During a stalled hold that
+			// may be an earlier attempt of this leader that committed after its timeout: the
+			// Lease then still names this node, and step keeps the term.)
 			if fresh, gerr := e.get(ctx); gerr == nil {
+				if !e.leading {
+					e.rewatchIfBehind(fresh)
+				}
 				e.observe(fresh, true)
 			}
 		}
 		if e.leading {
 			e.log.V(1).Info("Renewing the Lease failed", "error", err.Error())
+			e.noteRenewalFailure(err)
 		} else {
+			e.failedAcquisitions++
 			e.log.V(1).Info("Acquiring the Lease failed", "error", err.Error())
 		}
 		return
 	}
+	e.failedAcquisitions = 0
 	e.observe(updated, true)
+	if e.stalled {
+		e.stalled = false
+		e.log.Info("Renewed the Lease after a stall", "heldThroughStallFor", e.clock.Since(e.stalledAt).String())
+	}
 	e.renewStarted = start
 	term := e.cfg.Timings.TermFrom(start)
 	// A write that took longer than the refresh window (an etcd leader change, a loaded
@@ -640,6 +811,80 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	if e.cfg.Callbacks.OnLeading != nil {
 		e.cfg.Callbacks.OnLeading(term, newTerm)
 	}
+}
+
+// termEnd is when the current term ends unless renewed: RenewDeadline after the start of
+// the last successful write, StalledWriteHold later while the term is held through a stall.
+func (e *Elector) termEnd() time.Time {
+	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	if e.stalled {
+		term = e.cfg.Timings.StalledTerm(term)
+	}
+	return term.End
+}
+
+// renewDeadline is the deadline of a renewal that starts at start. A renewal that may turn
+// into a stalled hold ends StalledDecisionMargin before the term, so that the keeper learns
+// of the hold before it would remove the VIP at the end of the term; during the hold each
+// attempt has StalledRetryTimeout.
+func (e *Elector) renewDeadline(start time.Time) time.Time {
+	end := e.termEnd()
+	switch {
+	case e.stalled:
+		return minTime(start.Add(timing.StalledRetryTimeout), end)
+	case e.mayHoldThroughStall():
+		return end.Add(-timing.StalledDecisionMargin)
+	}
+	return end
+}
+
+func (e *Elector) mayHoldThroughStall() bool {
+	return e.cfg.HoldThroughStall != nil && e.cfg.HoldThroughStall()
+}
+
+// noteRenewalFailure starts or ends a stalled hold after a failed renewal. A failure that
+// gives no verdict on the Lease (a timeout, a server error, etcd without a leader) starts
+// one where HoldThroughStall allows; a definite rejection, a refused connection (the local
+// kube-apiserver is gone) or a closed health gate ends it. A conflict changes nothing here:
+// the re-read decides in step whether another node holds the Lease now.
+func (e *Elector) noteRenewalFailure(err error) {
+	if apierrors.IsConflict(err) {
+		return
+	}
+	hold := stallError(err) && e.mayHoldThroughStall()
+	if hold == e.stalled {
+		return
+	}
+	e.stalled = hold
+	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	if hold {
+		e.stalledAt = e.clock.Now()
+		term = e.cfg.Timings.StalledTerm(term)
+		e.log.Info("Renewals stall; holding the term through the stall", "until", term.End.Format(time.RFC3339Nano), "error", err.Error())
+	} else {
+		e.log.Info("Not holding the term through the stall any more", "error", err.Error())
+	}
+	if e.cfg.Callbacks.OnLeading != nil {
+		e.cfg.Callbacks.OnLeading(term, false)
+	}
+}
+
+// stallError reports whether a failed write gave no verdict on the Lease: it timed out, or
+// the API server or etcd could not serve it for now. A rejection (forbidden, invalid, not
+// found, conflict) or a refused connection is a verdict.
+func stallError(err error) bool {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return false // another answer of the API server
+	}
+	return true // the transport failed after the connection was made
 }
 
 func acquireReason(renewing bool) string {
@@ -678,7 +923,13 @@ func (e *Elector) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	err := e.releaseVia(ctx, e.cfg.Leases)
+	local, cancelLocal := ctx, context.CancelFunc(func() {})
+	if len(e.cfg.Fallbacks) > 0 {
+		// A local kube-apiserver that hangs (its etcd is gone) must leave the others time.
+		local, cancelLocal = context.WithTimeout(ctx, localReleaseTimeout)
+	}
+	err := e.releaseVia(local, e.cfg.Leases)
+	cancelLocal()
 	via := "the local kube-apiserver"
 	for i := 0; err != nil && !errors.Is(err, errNotHolder) && !apierrors.IsConflict(err) && i < len(e.cfg.Fallbacks) && ctx.Err() == nil; i++ {
 		e.log.V(1).Info("Releasing the Lease failed; trying another kube-apiserver", "error", err.Error())
@@ -698,40 +949,51 @@ func (e *Elector) release() {
 // releaseVia writes the release record through leases.
 func (e *Elector) releaseVia(ctx context.Context, leases LeaseClient) error {
 	current := e.observed
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		lease := current.DeepCopy()
-		now := metav1.NewMicroTime(e.clock.Now())
-		empty := ""
-		one := int32(1)
-		lease.Spec.HolderIdentity = &empty
-		lease.Spec.LeaseDurationSeconds = &one
-		lease.Spec.RenewTime = &now
-		lease.Spec.AcquireTime = &now
-		if lease.Annotations == nil {
-			lease.Annotations = map[string]string{}
-		}
-		delete(lease.Annotations, LeaseDurationAnnotation)
-		delete(lease.Annotations, YieldAnnotation)
-		lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
-		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
-		if err == nil {
-			e.observe(updated, true)
-			return nil
-		}
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		fresh, gerr := leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		e.observe(fresh, true)
-		if holderOf(fresh) != e.cfg.Identity {
-			return errNotHolder
-		}
-		current = fresh
-		return err
+	// The result of the last attempt, not RetryOnConflict's: that reports a timed-out
+	// attempt (context.DeadlineExceeded) as success when no conflict came before it.
+	var last error
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		last = e.releaseOnce(ctx, leases, &current)
+		return last
 	})
+	return last
+}
+
+// releaseOnce is one attempt of releaseVia; after a conflict it reads the Lease into
+// current for the next attempt.
+func (e *Elector) releaseOnce(ctx context.Context, leases LeaseClient, current **coordinationv1.Lease) error {
+	lease := (*current).DeepCopy()
+	now := metav1.NewMicroTime(e.clock.Now())
+	empty := ""
+	one := int32(1)
+	lease.Spec.HolderIdentity = &empty
+	lease.Spec.LeaseDurationSeconds = &one
+	lease.Spec.RenewTime = &now
+	lease.Spec.AcquireTime = &now
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	delete(lease.Annotations, LeaseDurationAnnotation)
+	delete(lease.Annotations, YieldAnnotation)
+	lease.Annotations[ReleasedByAnnotation] = e.cfg.Identity
+	updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if err == nil {
+		e.observe(updated, true)
+		return nil
+	}
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	fresh, gerr := leases.Get(ctx, e.cfg.Name, metav1.GetOptions{})
+	if gerr != nil {
+		return gerr
+	}
+	e.observe(fresh, true)
+	if holderOf(fresh) != e.cfg.Identity {
+		return errNotHolder
+	}
+	*current = fresh
+	return err
 }
 
 // errNotHolder ends a release when the Lease no longer names this candidate.
@@ -764,6 +1026,13 @@ func (e *Elector) ownRecord() bool {
 	return e.observed != nil && e.lastWrite != nil && microEq(e.observed.Spec.RenewTime, e.lastWrite)
 }
 
+// storedTime is t as the API server stores a MicroTime: to the microsecond. lastWrite
+// must compare equal to the renewTime the API server returns, or this process never
+// recognises its own record.
+func storedTime(t time.Time) metav1.MicroTime {
+	return metav1.NewMicroTime(t.Truncate(time.Microsecond))
+}
+
 func holderOf(lease *coordinationv1.Lease) string {
 	if lease == nil || lease.Spec.HolderIdentity == nil {
 		return ""
@@ -783,6 +1052,13 @@ func ptrEq[T comparable](a, b *T) bool {
 
 func microEq(a, b *metav1.MicroTime) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(b))
+}
+
+// tooLargeResourceVersion reports whether err says that the resourceVersion asked for is
+// newer than what the API server has (k8s.io/apiserver's storage.IsTooLargeResourceVersion,
+// which the agent does not link).
+func tooLargeResourceVersion(err error) bool {
+	return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
 // olderThan compares resourceVersions. They are opaque to clients in general, but the

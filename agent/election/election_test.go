@@ -6,6 +6,7 @@ package election
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +37,10 @@ type fakeLeases struct {
 	rv         uint64
 	clock      *clocktesting.FakeClock
 	writeDelay time.Duration // each write takes this long on the fake clock
+	readDelay  time.Duration // each read takes this long on the fake clock
+	// updateErr, when set, fails every update after writeDelay, as a stalled etcd does
+	// (nothing is stored).
+	updateErr  error
 	calls      int
 	noDeadline []string // calls made with a context without a deadline
 }
@@ -50,6 +56,9 @@ func (f *fakeLeases) Get(ctx context.Context, name string, _ metav1.GetOptions) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.note(ctx, "get")
+	if f.readDelay > 0 {
+		f.clock.Step(f.readDelay)
+	}
 	if f.lease == nil {
 		return nil, apierrors.NewNotFound(leases, name)
 	}
@@ -74,6 +83,9 @@ func (f *fakeLeases) Update(ctx context.Context, l *coordinationv1.Lease, _ meta
 	if f.writeDelay > 0 {
 		f.clock.Step(f.writeDelay)
 	}
+	if f.updateErr != nil {
+		return nil, f.updateErr
+	}
 	if f.lease == nil {
 		return nil, apierrors.NewNotFound(leases, l.Name)
 	}
@@ -88,9 +100,18 @@ func (f *fakeLeases) Watch(context.Context, metav1.ListOptions) (watch.Interface
 	return watch.NewFake(), nil
 }
 
+// store keeps the Lease as the API server does: serialized, so that times lose what
+// JSON does not carry (MicroTime keeps microseconds).
 func (f *fakeLeases) store(l *coordinationv1.Lease) {
 	f.rv++
-	f.lease = l.DeepCopy()
+	raw, err := json.Marshal(l)
+	if err != nil {
+		panic(err) // a Lease always serializes
+	}
+	f.lease = &coordinationv1.Lease{}
+	if err := json.Unmarshal(raw, f.lease); err != nil {
+		panic(err)
+	}
 	f.lease.ResourceVersion = strconv.FormatUint(f.rv, 10)
 }
 
@@ -114,7 +135,8 @@ type harness struct {
 }
 
 func newHarness() *harness {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	// Not on a microsecond: a real clock never is, and the API server keeps microseconds.
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 123456789))
 	return &harness{clock: clk, leases: &fakeLeases{clock: clk}}
 }
 
@@ -136,7 +158,8 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 	rec := &recorded{}
 	e, err := New(Config{
 		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
-		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, Clock: h.clock, Log: logr.Discard(),
+		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, HoldThroughStall: cfg.HoldThroughStall,
+		Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
@@ -518,6 +541,41 @@ func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneIsDead(t *testing.T) {
 	}
 }
 
+// hangingLeases is the Lease API through a kube-apiserver that accepts connections and
+// never answers (its etcd is gone): every write waits for its deadline.
+type hangingLeases struct{ *fakeLeases }
+
+func (h *hangingLeases) Update(ctx context.Context, _ *coordinationv1.Lease, _ metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// The local kube-apiserver that hangs, rather than refuses, must leave the release time to
+// go through another one.
+func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneHangs(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	local := &downLeases{fakeLeases: h.leases}
+	a, err := New(Config{
+		Leases: local, Fallbacks: []LeaseClient{h.leases}, Name: "kube-vip-agent", Identity: "node-a", Timings: tm,
+		Clock: h.clock, Log: logr.Discard(), Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.tryAcquireOrRenew(context.Background())
+	a.cfg.Leases = &hangingLeases{fakeLeases: h.leases}
+	a.log = testr.New(t)
+	start := time.Now()
+	a.stopLeading("not eligible any more", true)
+	if took := time.Since(start); !isRelease(h.leases.current()) {
+		t.Fatalf("the release did not go through the other kube-apiserver while the local one hung (%s spent)", took.Round(time.Millisecond))
+	}
+}
+
 // A candidate whose etcd member leads (Yield) takes a release or an expired Lease
 // YieldDelay after the others may, so that they win the race, and still takes it when
 // nobody does.
@@ -611,5 +669,38 @@ func TestLeaderThatShouldYieldOffersTheLead(t *testing.T) {
 	d.step(ctx)
 	if _, ok := h2.leases.current().Annotations[YieldAnnotation]; ok {
 		t.Fatal("the yield mark outlives the etcd leadership")
+	}
+}
+
+// A node whose kube-apiserver crash-loops must not take the holder's offer in each of its
+// healthy moments (and give the VIP back at its next crash): it takes offers only after it
+// stayed eligible for OfferHoldDown.
+func TestCrashLoopingNodeTakesNoOffer(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	ctx := context.Background()
+	a, _ := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, Yield: func(bool) bool { return true }})
+	eligible := true
+	b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm, Eligible: func() bool { return eligible }})
+	b.step(ctx) // b has been eligible
+	a.tryAcquireOrRenew(ctx)
+	h.clock.Step(tm.RetryPeriod)
+	a.step(ctx) // renews with the offer
+
+	eligible = false // b's kube-apiserver crashed...
+	b.step(ctx)
+	h.clock.Step(30 * time.Second)
+	eligible = true // ...and answers again after its back-off
+	b.observe(h.leases.current(), false)
+	b.step(ctx)
+	if b.leading {
+		t.Fatal("a node that was not eligible 30s ago took the offered lead: a crash-looping node moves the VIP twice per crash")
+	}
+	h.clock.Step(OfferHoldDown)
+	a.step(ctx) // a renews, still offering
+	b.observe(h.leases.current(), false)
+	b.step(ctx)
+	if !b.leading {
+		t.Fatal("a node that stayed eligible for the hold-down does not take the offered lead")
 	}
 }

@@ -135,7 +135,8 @@ func (e *EtcdLeader) readOnce(ctx context.Context) (confirmNext bool) {
 	}()
 	if err != nil {
 		if msg := err.Error(); msg != e.lastErr {
-			e.cfg.Log.Info("Cannot tell whether the local etcd member leads; counting it as a follower", "error", msg)
+			// An error, not a note: the yield is off on this node until the read succeeds.
+			e.cfg.Log.Error(err, "Cannot read the local etcd member's metrics; counting it as a follower, so the etcd-leader yield is off on this node")
 			e.lastErr = msg
 		}
 	} else {

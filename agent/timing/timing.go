@@ -29,6 +29,13 @@
 //     ip6tables allow it), every answer arrives within TakeoverReplyBound and not
 //     TakeoverProbes answers in a row are lost.
 //
+// A third case is a holder whose renewals stall without a verdict (an etcd election): it
+// may hold its term StalledWriteHold longer (StalledTerm) where the guard protects the VIP,
+// because a follower that takes the Lease meanwhile adds the VIP only once this holder
+// stopped answering, and this holder learns of the takeover from its next renewal's
+// conflict. That hold assumes L2 reachability between the holder and the taker, as the
+// guard does (docs/agent.md, "Holding through an etcd election").
+//
 // The kernel lifetime decides how long a dead or frozen holder's node keeps serving the
 // VIP, and so how long a takeover waits: the holder refreshes it until RefreshBy(S) =
 // S + L − lifetime, so that the last refresh runs out by the kernel's clock at the earliest
@@ -103,6 +110,31 @@ const (
 	// SlowWriteRoom is the time the defaults leave between RetryPeriod and RenewDeadline: a
 	// renewal write may take this long before the term ends and the VIP goes (review M3).
 	SlowWriteRoom = 300 * time.Millisecond
+	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
+	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
+	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to
+	// 2 election timeouts (1 s by default, randomised up to 2 s) after the old one stopped,
+	// and a renewal that started just before the stall is cut off at the end of the term,
+	// SlowWriteRoom later: the hold covers a stall of StalledWriteHold + SlowWriteRoom =
+	// 2.3 s from the last renewal's start, plus one retry.
+	StalledWriteHold = 2 * time.Second
+	// StalledRetryTimeout bounds each renewal attempt during such a hold: a proposal that
+	// etcd forwarded to a leader that then stopped is lost and never answered, so the next
+	// attempt must start soon after etcd has a leader again.
+	StalledRetryTimeout = 250 * time.Millisecond
+	// StalledDecisionMargin: a renewal that may turn into a stalled hold is cut off this
+	// long before the end of the term, so that the keeper learns of the hold before it
+	// would remove the VIP at the end of the term.
+	StalledDecisionMargin = 50 * time.Millisecond
+	// StalledTakeoverDelay is how long a follower whose read of an expired Lease stalled
+	// waits before it reads again to take it: two of the holder's retries during a stalled
+	// hold, so that the holder renews first once etcd has a leader again.
+	StalledTakeoverDelay = 2 * StalledRetryTimeout
+	// StalledReadThreshold: a follower's read of an expired Lease that takes longer than
+	// this (a read of one object normally takes a few milliseconds) may have waited for
+	// etcd's election, and the holder's renewal may be one retry behind it; the follower
+	// then waits StalledTakeoverDelay and reads again.
+	StalledReadThreshold = 100 * time.Millisecond
 )
 
 // Timings are the election and VIP timings of the agent.
@@ -157,6 +189,17 @@ func (t Timings) TermFrom(start time.Time) Term {
 		RefreshBy:        start.Add(t.LeaseDuration - t.VIPLifetime),
 		EarliestTakeover: start.Add(t.LeaseDuration),
 	}
+}
+
+// StalledTerm is term held through stalled renewals: it ends StalledWriteHold later, and
+// the VIP may be refreshed until then. It is safe only where the takeover guard protects
+// the VIP (docs/agent.md, "Holding through an etcd election"): a follower whose takeover
+// commits meanwhile adds the VIP only once this holder stopped answering for it, and this
+// holder stops at the conflict its next renewal meets, or at the end of the hold.
+func (t Timings) StalledTerm(term Term) Term {
+	term.End = term.Start.Add(t.RenewDeadline + StalledWriteHold)
+	term.RefreshBy = term.End
+	return term
 }
 
 // LatestHold is the latest moment at which a living holder can still hold the VIP in the

@@ -56,6 +56,9 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 			fmt.Sprintf("--initial-advertise-peer-urls=http://%s:2380", n.addr),
 			fmt.Sprintf("--listen-client-urls=http://%s:2379,http://127.0.0.1:2379", n.addr),
 			fmt.Sprintf("--advertise-client-urls=http://%s:2379", n.addr),
+			// gardenadm's etcd-main (gardener v1.150.0, pkg/component/etcd/bootstrap) serves
+			// its metrics on this plain-HTTP listener; the agent reads it by default.
+			"--listen-metrics-urls=http://localhost:2381",
 			"--initial-cluster=" + strings.Join(cluster, ","),
 			"--initial-cluster-state=new",
 			"--initial-cluster-token=" + h.id,

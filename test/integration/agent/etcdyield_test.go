@@ -17,8 +17,9 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
-// The harness's etcd members serve their metrics on the plain-HTTP client listener.
-const etcdMetricsURL = "http://127.0.0.1:2379/metrics"
+// The harness's etcd members serve their metrics where gardenadm's etcd-main does, the
+// agent's default.
+const etcdMetricsURL = "http://127.0.0.1:2381/metrics"
 
 // linkDownBound is issue 14's bound for a link cut of the VIP holder.
 const linkDownBound = 1200 * time.Millisecond

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,13 @@ type cuttable struct {
 	calls atomic.Int64
 	// beforeRelease, when set, runs once before an update that releases the Lease.
 	beforeRelease atomic.Pointer[func()]
+	// lateReply, when set, makes the next update reach the API server but answer only
+	// after the caller's deadline, as over a slow network or from a slow etcd; it stores
+	// when that update was sent.
+	lateReply atomic.Pointer[time.Time]
+	// aheadWatch, when set, makes the next watch ask for a resourceVersion far ahead of the
+	// API server's, as after an etcd restore that moved the revisions backwards.
+	aheadWatch atomic.Bool
 }
 
 var errCut = errors.New("connection refused (cut by the test)")
@@ -71,12 +79,23 @@ func (c *cuttable) Update(ctx context.Context, l *coordinationv1.Lease, o metav1
 			(*f)()
 		}
 	}
+	if sent := c.lateReply.Swap(nil); sent != nil {
+		*sent = time.Now()
+		if _, err := c.LeaseClient.Update(ctx, l, o); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	return c.LeaseClient.Update(ctx, l, o)
 }
 
 func (c *cuttable) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 	if c.cut.Load() {
 		return nil, errCut
+	}
+	if rv, err := strconv.ParseUint(o.ResourceVersion, 10, 64); err == nil && c.aheadWatch.Swap(false) {
+		o.ResourceVersion = strconv.FormatUint(rv+1000000, 10)
 	}
 	return c.LeaseClient.Watch(ctx, o)
 }
@@ -163,14 +182,27 @@ type candidate struct {
 
 func startCandidates(t *testing.T, cfg *rest.Config, lease string, rec *recorder, n int) []*candidate {
 	t.Helper()
-	var out []*candidate
+	var names []string
 	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("node-%d", i)
+		names = append(names, fmt.Sprintf("node-%d", i))
+	}
+	return startCandidatesWith(t, cfg, lease, rec, names, nil)
+}
+
+// startCandidatesWith is startCandidates with the given names and prepare run on each
+// candidate's client before its election starts.
+func startCandidatesWith(t *testing.T, cfg *rest.Config, lease string, rec *recorder, names []string, prepare func(*cuttable)) []*candidate {
+	t.Helper()
+	var out []*candidate
+	for _, name := range names {
 		base, err := election.NewLeaseClient(cfg, "default")
 		if err != nil {
 			t.Fatal(err)
 		}
 		c := &candidate{name: name, client: &cuttable{LeaseClient: base}, done: make(chan struct{})}
+		if prepare != nil {
+			prepare(c.client)
+		}
 		e, err := election.New(election.Config{
 			Leases: c.client, Name: lease, Identity: name,
 			Timings:   timing.Defaults(),
@@ -271,6 +303,52 @@ func TestElection(t *testing.T) {
 		if find(cs, leader).client.beforeRelease.Load() != nil {
 			t.Fatal("the leader never tried to release the Lease")
 		}
+		rec.assertNoOverlap(t)
+	})
+
+	t.Run("an acquisition that commits after its deadline is taken back at once", func(t *testing.T) {
+		// The API server stores renewTime to the microsecond; the candidate must recognise
+		// the record it wrote when the watch shows it, not wait a lease duration for itself.
+		rec := &recorder{open: map[string]*term{}}
+		var sent time.Time
+		cs := startCandidatesWith(t, cfg, "late-acquisition", rec, []string{"node-0"}, func(c *cuttable) { c.lateReply.Store(&sent) })
+		waitForOneLeader(t, rec, 10*time.Second, "")
+		if cs[0].client.lateReply.Load() != nil {
+			t.Fatal("the candidate never tried to acquire the Lease")
+		}
+		took := time.Since(sent)
+		t.Logf("leading %s after the acquisition was sent; its reply was lost at %s", took, retryPeriod)
+		// The write's deadline is a retry period; the candidate then sees its own record and
+		// renews at once. Waiting for its own record to expire would add a lease duration.
+		if took > retryPeriod+leaseDuration/3 {
+			t.Errorf("leading %s after an acquisition whose reply came after its deadline (%s); want at most %s: the candidate did not recognise its own record",
+				took, retryPeriod, retryPeriod+leaseDuration/3)
+		}
+	})
+
+	t.Run("a watch whose resourceVersion is ahead of the API server is started again from a read", func(t *testing.T) {
+		rec := &recorder{open: map[string]*term{}}
+		cs := startCandidates(t, cfg, "ahead", rec, 1)
+		waitForOneLeader(t, rec, 10*time.Second, "")
+		follower := startCandidatesWith(t, cfg, "ahead", rec, []string{"node-1"}, func(c *cuttable) { c.aheadWatch.Store(true) })[0]
+		// The API server answers a watch from the future after about 3 s ("Too large
+		// resource version"); give the follower that and a re-read.
+		time.Sleep(3*time.Second + 3*retryPeriod)
+		if follower.client.aheadWatch.Load() {
+			t.Fatal("the follower never watched")
+		}
+		before := follower.client.calls.Load()
+		const window = 5 * time.Second
+		time.Sleep(window)
+		calls := follower.client.calls.Load() - before
+		t.Logf("the follower sent %d Lease requests in %s", calls, window)
+		// A follower with a working watch sends nothing; one without learns of the
+		// leader's renewals only through its own takeover attempts (a write and a read
+		// per lease duration).
+		if calls > 0 {
+			t.Errorf("the follower sent %d Lease requests in %s: its watch is stuck, it sees the Lease only through its own failed takeovers", calls, window)
+		}
+		stopAndAssertHandover(t, rec, cs[0])
 		rec.assertNoOverlap(t)
 	})
 

@@ -1,0 +1,158 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package election
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+func always() bool { return true }
+
+// An etcd election stalls every write for 1-2 s, longer than RenewDeadline leaves a
+// renewal: the leader holds its term through the stall, up to StalledWriteHold, and renews
+// as soon as a write goes through.
+func TestRenewalThatStallsHoldsTheTermUntilTheBound(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, HoldThroughStall: always})
+	start := h.clock.Now()
+	a.tryAcquireOrRenew(context.Background())
+
+	h.clock.Step(tm.RetryPeriod)
+	h.leases.updateErr = apierrors.NewTimeoutError("etcdserver: request timed out", 0)
+	a.step(context.Background())
+	held := rec.terms[len(rec.terms)-1]
+	if want := tm.StalledTerm(tm.TermFrom(start)); held != want {
+		t.Fatalf("after a stalled renewal the term is %+v, want %+v (held through the stall)", held, want)
+	}
+	for h.clock.Now().Before(held.End) {
+		a.step(context.Background())
+		if !a.leading {
+			t.Fatalf("stopped leading %s after the term's start, during the hold that ends at %s",
+				h.clock.Since(start), held.End.Sub(start))
+		}
+		h.clock.Step(a.nextWakeup())
+	}
+	a.step(context.Background())
+	if a.leading {
+		t.Fatal("still leading after the hold ended")
+	}
+
+	// The same stall where the hold is not allowed (no takeover guard): the term ends as
+	// always, RenewDeadline after its start.
+	h2 := newHarness()
+	b, rec2 := h2.candidateWith(t, Config{Identity: "node-b", Timings: tm})
+	b.tryAcquireOrRenew(context.Background())
+	h2.clock.Step(tm.RetryPeriod)
+	h2.leases.updateErr = apierrors.NewTimeoutError("etcdserver: request timed out", 0)
+	b.step(context.Background())
+	h2.clock.Step(tm.RenewDeadline - tm.RetryPeriod)
+	b.step(context.Background())
+	if b.leading || len(rec2.terms) != 1 {
+		t.Fatalf("leading=%v terms=%d at the end of the term without a hold", b.leading, len(rec2.terms))
+	}
+}
+
+// A rejection is a verdict, not a stall: no hold.
+func TestRejectedRenewalIsNotHeld(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, rec := h.candidateWith(t, Config{Identity: "node-a", Timings: tm, HoldThroughStall: always})
+	a.tryAcquireOrRenew(context.Background())
+	h.clock.Step(tm.RetryPeriod)
+	h.leases.updateErr = apierrors.NewForbidden(leases, "kube-vip-agent", nil)
+	a.step(context.Background())
+	if len(rec.terms) != 1 {
+		t.Fatalf("a forbidden renewal changed the term: %+v", rec.terms)
+	}
+	h.clock.Step(tm.RenewDeadline - tm.RetryPeriod)
+	a.step(context.Background())
+	if a.leading {
+		t.Fatal("still leading at the end of the term after a rejected renewal")
+	}
+}
+
+// A follower whose read of an expired Lease stalls does not queue a takeover write that
+// would race the holder's renewals once etcd has a leader again; it gives the holder
+// StalledTakeoverDelay first.
+func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, b := h.leaderAndFollower(t, tm)
+	h.clock.Step(tm.LeaseDuration)
+
+	h.leases.readDelay = 2 * timing.StalledReadThreshold
+	writes := h.leases.calls
+	b.step(context.Background())
+	if b.leading || h.leases.calls != writes+1 {
+		t.Fatalf("leading=%v after %d calls: a follower whose read stalled went on to write", b.leading, h.leases.calls-writes)
+	}
+	if wait := b.nextWakeup(); wait != timing.StalledTakeoverDelay {
+		t.Fatalf("the follower tries again after %s, want %s", wait, timing.StalledTakeoverDelay)
+	}
+
+	// etcd has a leader again and the holder renewed meanwhile: the wait starts over.
+	h.leases.readDelay = 0
+	h.clock.Step(timing.StalledRetryTimeout)
+	a.tryAcquireOrRenew(context.Background())
+	h.clock.Step(timing.StalledRetryTimeout)
+	b.step(context.Background())
+	if b.leading {
+		t.Fatal("the follower took the Lease its holder had just renewed")
+	}
+
+	// Without a renewal, a prompt read lets the follower take it.
+	h.clock.Step(tm.LeaseDuration)
+	b.step(context.Background())
+	if !b.leading {
+		t.Fatal("the follower did not take an expired Lease after a prompt read")
+	}
+}
+
+// Under persistent write errors a follower that may take the Lease retries with a growing,
+// jittered pause: at most one request per second, and not in step with the others.
+func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {
+	h := newHarness()
+	ctx := context.Background()
+	a, b := h.leaderAndFollower(t, timing.Defaults())
+	a.stopLeading("shutting down", true)
+	b.observe(h.leases.current(), false)
+	h.leases.updateErr = apierrors.NewInternalError(errors.New("etcdserver: mvcc: database space exceeded"))
+
+	const window = 20 * time.Second
+	start, calls := h.clock.Now(), h.leases.calls
+	pauses := map[time.Duration]bool{}
+	for h.clock.Since(start) < window {
+		b.step(ctx)
+		wait := b.nextWakeup()
+		pauses[wait] = true
+		h.clock.Step(wait)
+	}
+	rate := float64(h.leases.calls-calls) / window.Seconds()
+	t.Logf("%.2f requests/s, %d distinct pauses", rate, len(pauses))
+	if rate > 1 {
+		t.Errorf("a follower whose writes keep failing sends %.2f requests/s, want at most 1", rate)
+	}
+	if len(pauses) < 3 {
+		t.Errorf("the follower retries at %d distinct intervals: no jitter", len(pauses))
+	}
+}
+
+// leaderAndFollower returns node-a, which holds the Lease, and node-b, which saw it do so.
+func (h *harness) leaderAndFollower(t *testing.T, tm timing.Timings) (leader, follower *Elector) {
+	t.Helper()
+	leader, _ = h.candidate(t, "node-a", tm)
+	follower, _ = h.candidate(t, "node-b", tm)
+	leader.tryAcquireOrRenew(context.Background())
+	follower.observe(h.leases.current(), false)
+	return leader, follower
+}

@@ -1,0 +1,161 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// etcdStall is how long the etcd leader is stopped: about what etcd needs to elect a new
+// leader when its leader's node fails (1 to 2 election timeouts of 1 s), and the Lease
+// writes of every node stall meanwhile.
+const etcdStall = 1500 * time.Millisecond
+
+// guardedMove bounds the outage of a takeover whose guard waits for the old holder: the
+// old holder's removal, the guard's next probe, the announcement.
+const guardedMove = 150 * time.Millisecond
+
+// TestEtcdElectionElsewhereKeepsTheVIP stops the etcd leader's process (SIGSTOP, as a
+// failed node's etcd looks to the others) while another node holds the VIP, at five
+// points of the holder's renewal cycle. Every Lease write stalls until etcd has a leader
+// again; the holder must keep the VIP throughout, and the VIP must never be on two nodes.
+// One race remains (docs/agent.md, "Holding through an etcd election"): a follower whose
+// read comes after etcd has a leader again and before the holder's next retry takes the
+// Lease, and the VIP moves under the takeover guard; one such run in five is allowed, with
+// the outage of a guarded move.
+func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvs-", ControlPlane: true})
+	c := agent.NewCluster(h, agentBin)
+	// As deployed: the etcd-leader yield, reading gardenadm's metrics listener (the
+	// agent's default --etcd-metrics-url), keeps the VIP off the etcd leader's node.
+	c.ExtraArgs = []string{"--etcd-check-period=2s"}
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertEtcdMetricsRead(ctx, t, h)
+
+	tm := timing.Defaults()
+	var worst time.Duration
+	var moved []int
+	phases := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, tm.RetryPeriod / 2, 750 * time.Millisecond, tm.RetryPeriod - 100*time.Millisecond}
+	for i, phase := range phases {
+		holder, etcdLeader := holderAwayFromEtcdLeader(ctx, t, h, c)
+		renewed := waitRenewal(ctx, t, h, holder, holder.Name())
+		time.Sleep(time.Until(renewed.Add(phase)))
+
+		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+		prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etcd := etcdLeader.Etcd()
+		if err := etcd.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(etcdStall)
+		if err := etcd.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		// Long enough for every stalled renewal and takeover attempt to have been answered.
+		time.Sleep(3 * time.Second)
+		res := prober.Stop()
+		rep := sampler.Stop()
+		assertNoOverlap(t, rep)
+		var outage time.Duration
+		for _, o := range res.Outages {
+			outage += o.Duration()
+		}
+		worst = max(worst, outage)
+		t.Logf("run %d: etcd leader %s stopped for %s %s after a renewal by %s; client outage %s (%d probes); holder changes %s",
+			i, etcdLeader, etcdStall, phase, holder, outage, res.Probes, changes(rep))
+		if outage > 0 {
+			moved = append(moved, i)
+		}
+		if outage > guardedMove {
+			t.Errorf("run %d: etcd leader %s stopped for %s while %s held the VIP: client outage %s, want none (or a guarded move, at most %s); outages %+v",
+				i, etcdLeader, etcdStall, holder, outage, guardedMove, res.Outages)
+		}
+	}
+	if len(moved) > 1 {
+		t.Errorf("the VIP left its holder in runs %v of %d, want at most one", moved, len(phases))
+	}
+	for _, n := range h.Nodes() {
+		if p := c.Agent(n); p != nil {
+			logStalls(t, n, p.LogPath())
+		}
+	}
+	t.Logf("longest client outage over the runs: %s", worst)
+}
+
+// holderAwayFromEtcdLeader waits until one node holds the VIP, steadily, and its etcd
+// member does not lead; it returns the holder and the etcd leader's node.
+func holderAwayFromEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.Cluster) (holder, etcdLeader *netns.Node) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		holder, err := c.WaitStable(ctxFor(t, ctx, 60*time.Second), 6*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etcdLeader = waitEtcdLeader(ctx, t, h); etcdLeader != holder {
+			return holder, etcdLeader
+		}
+	}
+	t.Fatal("the VIP holder's etcd member kept leading etcd")
+	return nil, nil
+}
+
+// assertEtcdMetricsRead waits until every agent reads its etcd member's metrics from
+// gardenadm's listener and the etcd leader's agent reports the leadership.
+func assertEtcdMetricsRead(ctx context.Context, t *testing.T, h *netns.Harness) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var missing []string
+		etcdLeader := waitEtcdLeader(ctx, t, h)
+		for _, n := range h.Nodes() {
+			if v, err := metric(ctx, n, "kube_vip_agent_etcd_metrics_readable"); err != nil || v != 1 {
+				missing = append(missing, fmt.Sprintf("%s: readable %v (%v)", n, v, err))
+			}
+		}
+		if v, err := metric(ctx, etcdLeader, "kube_vip_agent_etcd_leader"); err != nil || v != 1 {
+			missing = append(missing, fmt.Sprintf("%s leads etcd: kube_vip_agent_etcd_leader %v (%v)", etcdLeader, v, err))
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agents do not read gardenadm's etcd metrics listener: %v", missing)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// logStalls logs the agent's lines about stalled renewals: how long each stall lasted.
+func logStalls(t *testing.T, n *netns.Node, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("%s: %v", n, err)
+		return
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, "stall") {
+			t.Logf("%s: %s", n, line)
+		}
+	}
+}
