@@ -201,10 +201,13 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		return status, false, err
 	}
 	internalOnly := in.config.InternalOnly
-	if err := checkAddressChange(in.config, status); err != nil {
+	if err := checkImmutable(in.config, status); err != nil {
 		return status, internalOnly, err
 	}
 	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
+	if status.Identity == "" {
+		in.recordFirst = func(s *v1alpha1.ExposureStatus) error { return a.patchStatus(ctx, exp, s) }
+	}
 
 	image, err := a.agentImage(in.config.Agent)
 	if err != nil {
@@ -270,8 +273,9 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	if err != nil {
 		return nil, err
 	}
-	m := markOf(status, clusterIdentity(exp, cluster), exp.UID)
+	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 	return &inputs{
+		uid:        exp.UID,
 		status:     status,
 		identity:   m.identity,
 		mark:       m,
@@ -312,7 +316,7 @@ func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortS
 		NetworkID:   in.config.NetworkID,
 		SubnetID:    in.config.SubnetID,
 		IPAddress:   address,
-		Tags:        in.mark.tags(),
+		Tags:        in.mark.portTags(),
 	}
 }
 
@@ -324,7 +328,6 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		return nil, err
 	}
 	status := old.DeepCopy()
-	status.Identity, status.Owner = in.identity, in.mark.owner
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
 	port, created, err := a.ensurePort(ctx, log, network, in, status)
@@ -402,26 +405,39 @@ func (a *Actuator) resolveFloatingPool(ctx context.Context, network *openstack.N
 }
 
 // ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
-// found by name and tags, else a new one. A port lost out of band comes back with the
-// recorded VIP, so the address never changes. Surplus ports of the cluster (a create whose
+// found by name and tags (or the port of a lost exposure of this cluster, see
+// claimFrontDoor), else a new one. A port lost out of band comes back with the recorded
+// VIP, so the address never changes. Surplus ports of the cluster (a create whose
 // response was lost and that committed after the retry had listed the ports) are deleted.
 func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
-	spec := vipPortSpec(in, status)
-	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: spec.Name})
+	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(in.identity)})
 	if err != nil {
 		return nil, false, err
 	}
-	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, spec), func(p ports.Port) bool { return in.mark.foreignOwner(&p) != "" })
-
-	port, err := a.recordedPort(ctx, log, network, named, status, in.config.NetworkID)
+	port, err := a.recordedPort(ctx, log, network, named, status)
 	if err != nil {
 		return nil, false, err
 	}
 	if port == nil && status.PortID == "" {
-		if err := a.checkOneOwner(ctx, log, in, named); err != nil {
+		if err := a.claimFrontDoor(ctx, log, in, in.uid, named); err != nil {
 			return nil, false, err
 		}
 	}
+	status.Identity, status.Owner = in.identity, in.mark.owner
+	if in.recordFirst != nil {
+		// Before the first write to Neutron: a deletion then knows whether anything can exist.
+		if err := in.recordFirst(status); err != nil {
+			return nil, false, err
+		}
+		in.recordFirst = nil
+	}
+	spec := vipPortSpec(in, status)
+	find := spec
+	find.Tags = in.mark.tags()
+	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, find), func(p ports.Port) bool {
+		owner := in.mark.foreignOwner(&p)
+		return owner != "" && owner != string(in.uid)
+	})
 	if port == nil && len(candidates) > 0 {
 		port = pickVIPPort(candidates, status.VIPAddress)
 		if err := openstack.CheckVIPPort(port, spec); err != nil {
@@ -430,20 +446,17 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 	}
 	created := false
 	if port == nil {
-		if port, err = network.CreateVIPPort(ctx, spec); err != nil {
+		if port, err = a.createPort(ctx, log, network, in, spec, status); err != nil {
 			return nil, false, err
 		}
 		created = true
-		log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, in.config.SubnetID))
-		if status.PortID != "" {
-			in.record(eventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, in.config.SubnetID))
-		} else {
-			in.record(eventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, in.config.SubnetID))
-		}
 	}
-	// Recorded before anything else, so that a later failure does not lose the port.
+	// Recorded before anything else, so that a later failure does not lose the port. The
+	// recorded VIP is never replaced: checkImmutable and checkRecordedPort keep the port on it.
 	status.PortID = port.ID
-	status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+	if status.VIPAddress == "" {
+		status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+	}
 
 	if err := a.deleteSurplusPorts(ctx, log, network, candidates, port.ID); err != nil {
 		return nil, false, err
@@ -451,9 +464,51 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 	return port, created, a.ensurePortTags(ctx, log, network, in, port)
 }
 
+// createPort creates the VIP port.
+func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+	port, err := network.CreateVIPPort(ctx, spec)
+	if err != nil {
+		return nil, a.explainTakenAddress(ctx, network, in, spec, status, err)
+	}
+	log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, spec.SubnetID))
+	if status.PortID != "" {
+		in.record(eventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, spec.SubnetID))
+	} else {
+		in.record(eventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, spec.SubnetID))
+	}
+	return port, nil
+}
+
+// explainTakenAddress tells what a create refused for a taken fixed VIP means. A port of
+// this exposure holding it is its own create that committed after the ports were listed
+// (a lost response): transient, the retry finds it by name. A recorded VIP that another
+// port holds now cannot come back: the operator must free it. Otherwise the configured
+// vipAddress is someone else's.
+func (a *Actuator) explainTakenAddress(ctx context.Context, network *openstack.Network, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
+	if spec.IPAddress == "" || !openstack.IsAddressTaken(err) {
+		return err
+	}
+	holders, listErr := network.ListPorts(ctx, openstack.PortFilter{NetworkID: spec.NetworkID, FixedIPs: []string{spec.IPAddress}})
+	if listErr != nil || len(holders) == 0 {
+		return errors.Join(err, listErr)
+	}
+	holder := &holders[0]
+	if holder.Name == spec.Name && holder.DeviceOwner == "" && in.mark.foreignOwner(holder) == "" {
+		return &openstack.Error{Op: "create the VIP port", Transient: true,
+			Message: fmt.Sprintf("port %s with the VIP %s was created by an earlier attempt whose response was lost", holder.ID, spec.IPAddress),
+			Hint:    "will pick it up on the retry"}
+	}
+	if status.VIPAddress != "" {
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s is gone and its VIP %s now belongs to port %s (%s, device owner %q): the front door cannot move to another address; free %s in Neutron (delete or re-address port %s) and the VIP port is created again on it",
+			status.PortID, spec.IPAddress, holder.ID, holder.Name, holder.DeviceOwner, spec.IPAddress, holder.ID), gardencorev1beta1.ErrorInfraDependencies)
+	}
+	return configError("vipAddress %s is already used by port %s (%s, device owner %q): choose a free vipAddress in the provider config",
+		spec.IPAddress, holder.ID, holder.Name, holder.DeviceOwner)
+}
+
 // recordedPort returns the port recorded in the status (from the list, else read by ID),
 // nil when there is none or it is gone.
-func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network *openstack.Network, named []ports.Port, status *v1alpha1.ExposureStatus, networkID string) (*ports.Port, error) {
+func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network *openstack.Network, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
 	if status.PortID == "" {
 		return nil, nil
 	}
@@ -471,7 +526,7 @@ func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network *o
 		}
 		port = p
 	}
-	return port, checkRecordedPort(port, status, networkID)
+	return port, checkRecordedPort(port, status)
 }
 
 // pickVIPPort chooses among the cluster's ports when none is recorded: the one holding the
@@ -519,7 +574,7 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 // tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
 // tags may have been edited out of band.
 func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port) error {
-	if openstack.HasAllTags(port.Tags, in.mark.tags()) && in.mark.foreignOwner(port) == "" {
+	if openstack.HasAllTags(port.Tags, in.mark.portTags()) && in.mark.foreignOwner(port) == "" {
 		return nil
 	}
 	tags := in.mark.withTags(port.Tags)
@@ -535,19 +590,20 @@ func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network 
 
 // ensureFloatingIP keeps, adopts, re-associates or (only when the exposure has none yet)
 // allocates the floating IP of the VIP port and records it in status. It never releases
-// one: a change of address is refused by checkAddressChange before this runs.
+// one: a change of address is refused by checkImmutable before this runs.
 func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
 	cfg := in.config
 	if cfg.InternalOnly {
 		return nil
 	}
+	owners := floatingIPOwnersOf(in.mark, cfg, status)
 	if status.FloatingIPID != "" {
-		return a.keepFloatingIP(ctx, log, network, in, port, status)
+		return a.keepFloatingIP(ctx, log, network, in, owners, port, status)
 	}
 	if cfg.FloatingIP != "" {
 		return a.adoptFloatingIP(ctx, log, network, cfg.FloatingIP, port, status)
 	}
-	fip, err := a.findOwnedFloatingIP(ctx, log, network, in, port, portCreated)
+	fip, err := a.findOwnedFloatingIP(ctx, log, network, owners, port, portCreated)
 	if err != nil {
 		return err
 	}
@@ -572,32 +628,35 @@ func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, networ
 		}
 		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
 		in.record(eventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
-	} else if err := checkFloatingPool(ctx, network, cfg, fip); err != nil {
+	} else if err := checkFloatingPool(ctx, network, cfg, fip, status); err != nil {
 		return err
 	}
-	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, false
+	recordFloatingIP(status, fip, false)
 	return nil
 }
 
+func recordFloatingIP(status *v1alpha1.ExposureStatus, fip *floatingips.FloatingIP, pinned bool) {
+	status.FloatingIPID, status.FloatingIPAddress, status.FloatingNetworkID = fip.ID, fip.FloatingIP, fip.FloatingNetworkID
+	status.FloatingIPAdopted = pinned
+}
+
 // keepFloatingIP keeps the recorded floating IP on the VIP port: it re-associates it when
-// it was disassociated (e.g. with a lost port) and allocates the same address again when
-// it was deleted out of band; it never takes another address.
-func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+// it was disassociated (e.g. with a lost port) and gets the same address back when it was
+// deleted out of band; it never takes another address.
+func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	fip, err := network.GetFloatingIP(ctx, status.FloatingIPID)
 	switch {
 	case openstack.IsNotFound(err):
-		return a.reallocateFloatingIP(ctx, log, network, in, port, status)
+		return a.replaceFloatingIP(ctx, log, network, in, owners, port, status)
 	case err != nil:
 		return err
 	}
-	if in.config.FloatingIP == fip.FloatingIP {
-		// Pinning the current address makes it the user's: it then outlives the exposure.
-		status.FloatingIPAdopted = true
-	}
+	// Pinning the current address makes it the user's: it then outlives the exposure.
+	pinned := owners.of(fip) == floatingIPPinned
 	switch fip.PortID {
 	case port.ID:
-		if !status.FloatingIPAdopted {
-			if err := checkFloatingPool(ctx, network, in.config, fip); err != nil {
+		if !pinned {
+			if err := checkFloatingPool(ctx, network, in.config, fip, status); err != nil {
 				return err
 			}
 		}
@@ -611,16 +670,38 @@ func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network 
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was associated with port %s outside of the extension: disassociate it so that it points at the VIP port %s again",
 			fip.FloatingIP, fip.PortID, port.ID), gardencorev1beta1.ErrorInfraDependencies)
 	}
-	status.FloatingIPAddress = fip.FloatingIP
+	recordFloatingIP(status, fip, pinned)
 	return nil
 }
 
-// reallocateFloatingIP asks Neutron for the recorded address again after the floating IP
-// was deleted out of band. If the address is gone (taken, or the policy forbids choosing
-// it), the exposure says so rather than publishing a new address that DNS will not follow.
-func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+// replaceFloatingIP gets the recorded address back after the floating IP was deleted out of
+// band: a floating IP with that address and the exposure's mark (allocated again by an
+// admin, as the error below asks) is taken, else the same address is requested again. If
+// the address is gone (taken, or the policy forbids choosing it), the exposure says so
+// rather than publishing a new address that DNS will not follow.
+func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	if status.FloatingIPAdopted {
 		return configError("the floating IP %s named in floatingIP was deleted: allocate it again in the project", status.FloatingIPAddress)
+	}
+	same, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: status.FloatingIPAddress})
+	if err != nil {
+		return err
+	}
+	for i := range same {
+		fip := &same[i]
+		if owners.of(fip) != floatingIPOurs {
+			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension and the address is allocated again as floating IP %s without the exposure's description %q: set that description on it, or release it",
+				status.FloatingIPAddress, fip.ID, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
+		}
+		if fip.PortID != port.ID {
+			if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+				return err
+			}
+		}
+		log.Info("Took the floating IP allocated again with the exposure's address and mark", "floatingIP", fip.FloatingIP, "id", fip.ID)
+		in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; took floating IP %s with the same address and the exposure's description", status.FloatingIPAddress, fip.ID)
+		recordFloatingIP(status, fip, false)
+		return nil
 	}
 	floatingNetworkID, err := floatingNetwork(ctx, network, in.config, in.floatingNetworkID)
 	if err != nil {
@@ -640,7 +721,7 @@ func (a *Actuator) reallocateFloatingIP(ctx context.Context, log logr.Logger, ne
 	}
 	log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
 	in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; allocated the same address again", fip.FloatingIP)
-	status.FloatingIPID = fip.ID
+	recordFloatingIP(status, fip, false)
 	return nil
 }
 
@@ -661,27 +742,30 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 		}
 		log.Info("Adopted the floating IP", "floatingIP", fip.FloatingIP)
 	}
-	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = fip.ID, fip.FloatingIP, true
+	recordFloatingIP(status, fip, true)
 	return nil
 }
 
 // findOwnedFloatingIP returns a floating IP this extension created for the cluster: one on
 // the VIP port, else one anywhere in the project with the owner mark (e.g. left
 // unassociated by a lost port and a lost status), so that a second one is never
-// allocated. Floating IPs on the VIP port without the mark are disassociated.
-func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
-	owned, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: in.mark.description()})
+// allocated. Floating IPs on the VIP port that are not the exposure's are disassociated.
+func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, owners floatingIPOwners, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
+	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.description()})
 	if err != nil {
 		return nil, err
 	}
 	var free *floatingips.FloatingIP
-	for i := range owned {
-		switch owned[i].PortID {
+	for i := range marked {
+		if owners.of(&marked[i]) != floatingIPOurs {
+			continue
+		}
+		switch marked[i].PortID {
 		case port.ID:
-			return &owned[i], nil
+			return &marked[i], nil
 		case "":
 			if free == nil {
-				free = &owned[i]
+				free = &marked[i]
 			}
 		}
 	}
@@ -711,18 +795,17 @@ func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Confi
 	return network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
 }
 
-// checkFloatingPool rejects a floating pool change while the extension's floating IP
-// exists: a new pool means a new address for the kube-apiserver, which clients and
-// kubeconfigs of the self-hosted shoot know; the pool is immutable like the VIP.
-func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP) error {
+// checkFloatingPool is checkImmutable for a floating pool given by name, which only
+// Neutron can resolve: the pool cannot change while the extension's floating IP exists.
+func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP, status *v1alpha1.ExposureStatus) error {
 	want, err := floatingNetwork(ctx, network, cfg, "")
 	if err != nil {
 		return err
 	}
 	if fip.FloatingNetworkID != want {
-		return configError("the floating IP %s of the exposure is from network %s, not from the configured floating pool %q (%s): "+
-			"the floating pool cannot change while the floating IP exists; restore floatingPoolName/floatingNetworkID, or create a new exposure",
-			fip.FloatingIP, fip.FloatingNetworkID, cfg.FloatingPoolName, want)
+		recorded := status.DeepCopy()
+		recordFloatingIP(recorded, fip, false)
+		return refuseChange(change{"floatingPoolName", fip.FloatingNetworkID, fmt.Sprintf("%s (%s)", cfg.FloatingPoolName, want)}, recorded)
 	}
 	return nil
 }

@@ -57,6 +57,12 @@ type inputs struct {
 	floatingNetworkID string
 	// event records an Event on the exposure (nil: none).
 	event func(eventType, reason, format string, args ...any)
+	// uid is the exposure's own UID (the mark's owner may be an earlier one).
+	uid types.UID
+	// recordFirst writes the status before the exposure's first create in Neutron (nil:
+	// the status records the identity already), so that a deletion knows for certain
+	// whether anything was ever created.
+	recordFirst func(*v1alpha1.ExposureStatus) error
 }
 
 // record records a Normal Event on the exposure.

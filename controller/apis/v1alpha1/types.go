@@ -148,6 +148,10 @@ type ExposureStatus struct {
 	// FloatingIPAddress is the floating IP address.
 	// +optional
 	FloatingIPAddress string `json:"floatingIPAddress,omitempty"`
+	// FloatingNetworkID is the external network (floating pool) of the floating IP; the
+	// pool cannot change while the floating IP exists.
+	// +optional
+	FloatingNetworkID string `json:"floatingNetworkID,omitempty"`
 	// FloatingIPAdopted is true when the floating IP was pre-allocated by the user; it is
 	// then disassociated, not released, on deletion.
 	// +optional
