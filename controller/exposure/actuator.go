@@ -687,8 +687,8 @@ func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, netwo
 	if err != nil {
 		return err
 	}
-	for i := range same {
-		fip := &same[i]
+	if len(same) > 0 {
+		fip := &same[0]
 		if owners.of(fip) != floatingIPOurs {
 			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension and the address is allocated again as floating IP %s without the exposure's description %q: set that description on it, or release it",
 				status.FloatingIPAddress, fip.ID, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
