@@ -322,7 +322,7 @@ func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortS
 
 // ensureOpenStack brings the VIP port, floating IP and node pairs to the desired state and
 // returns the new status. It returns the status reached so far together with an error.
-func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
+func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network neutron, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
 	cfg := in.config
 	if err := a.validateAgainstNeutron(ctx, network, in); err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 
 // validateAgainstNeutron checks what only Neutron knows (subnet membership and range)
 // before anything is created.
-func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstack.Network, in *inputs) error {
+func (a *Actuator) validateAgainstNeutron(ctx context.Context, network neutron, in *inputs) error {
 	cfg := in.config
 	subnet := SubnetFacts{NetworkID: cfg.SubnetNetworkID, CIDR: cfg.SubnetCIDR}
 	if cfg.SubnetID != "" && cfg.SubnetCIDR == "" {
@@ -391,7 +391,7 @@ func (a *Actuator) validateAgainstNeutron(ctx context.Context, network *openstac
 // resolveFloatingPool looks the floating pool up by name before anything is created, while
 // the exposure has no floating IP yet (a pool that does not exist is a configuration error,
 // not a VIP port without a floating IP); the ID found is used for the allocation.
-func (a *Actuator) resolveFloatingPool(ctx context.Context, network *openstack.Network, in *inputs) error {
+func (a *Actuator) resolveFloatingPool(ctx context.Context, network neutron, in *inputs) error {
 	cfg := in.config
 	if cfg.InternalOnly || cfg.FloatingIP != "" || cfg.FloatingNetworkID != "" || in.status.FloatingIPID != "" {
 		return nil
@@ -409,7 +409,7 @@ func (a *Actuator) resolveFloatingPool(ctx context.Context, network *openstack.N
 // claimFrontDoor), else a new one. A port lost out of band comes back with the recorded
 // VIP, so the address never changes. Surplus ports of the cluster (a create whose
 // response was lost and that committed after the retry had listed the ports) are deleted.
-func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
+func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network neutron, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
 	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(in.identity)})
 	if err != nil {
 		return nil, false, err
@@ -465,7 +465,7 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network *ope
 }
 
 // createPort creates the VIP port.
-func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
 	port, err := network.CreateVIPPort(ctx, spec)
 	if err != nil {
 		return nil, a.explainTakenAddress(ctx, network, in, spec, status, err)
@@ -484,7 +484,7 @@ func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network *ope
 // (a lost response): transient, the retry finds it by name. A recorded VIP that another
 // port holds now cannot come back: the operator must free it. Otherwise the configured
 // vipAddress is someone else's.
-func (a *Actuator) explainTakenAddress(ctx context.Context, network *openstack.Network, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
+func (a *Actuator) explainTakenAddress(ctx context.Context, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
 	if spec.IPAddress == "" || !openstack.IsAddressTaken(err) {
 		return err
 	}
@@ -508,7 +508,7 @@ func (a *Actuator) explainTakenAddress(ctx context.Context, network *openstack.N
 
 // recordedPort returns the port recorded in the status (from the list, else read by ID),
 // nil when there is none or it is gone.
-func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network *openstack.Network, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network neutron, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
 	if status.PortID == "" {
 		return nil, nil
 	}
@@ -547,7 +547,7 @@ func pickVIPPort(candidates []ports.Port, vip string) *ports.Port {
 
 // deleteSurplusPorts deletes the cluster's ports other than keep that carry no floating IP;
 // one with a floating IP is left for an operator, named in the error.
-func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, network *openstack.Network, candidates []ports.Port, keep string) error {
+func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, network neutron, candidates []ports.Port, keep string) error {
 	var errs []error
 	for _, p := range candidates {
 		if p.ID == keep {
@@ -573,7 +573,7 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 // ensurePortTags puts the cluster's tags on the port. Neutron without the
 // tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
 // tags may have been edited out of band.
-func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port) error {
+func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network neutron, in *inputs, port *ports.Port) error {
 	if openstack.HasAllTags(port.Tags, in.mark.portTags()) && in.mark.foreignOwner(port) == "" {
 		return nil
 	}
@@ -591,7 +591,7 @@ func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network 
 // ensureFloatingIP keeps, adopts, re-associates or (only when the exposure has none yet)
 // allocates the floating IP of the VIP port and records it in status. It never releases
 // one: a change of address is refused by checkImmutable before this runs.
-func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
 	cfg := in.config
 	if cfg.InternalOnly {
 		return nil
@@ -643,7 +643,7 @@ func recordFloatingIP(status *v1alpha1.ExposureStatus, fip *floatingips.Floating
 // keepFloatingIP keeps the recorded floating IP on the VIP port: it re-associates it when
 // it was disassociated (e.g. with a lost port) and gets the same address back when it was
 // deleted out of band; it never takes another address.
-func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	fip, err := network.GetFloatingIP(ctx, status.FloatingIPID)
 	switch {
 	case openstack.IsNotFound(err):
@@ -679,7 +679,7 @@ func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network 
 // admin, as the error below asks) is taken, else the same address is requested again. If
 // the address is gone (taken, or the policy forbids choosing it), the exposure says so
 // rather than publishing a new address that DNS will not follow.
-func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	if status.FloatingIPAdopted {
 		return configError("the floating IP %s named in floatingIP was deleted: allocate it again in the project", status.FloatingIPAddress)
 	}
@@ -726,7 +726,7 @@ func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, netwo
 }
 
 // adoptFloatingIP associates the pre-allocated floating IP named in the provider config.
-func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, address string, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network neutron, address string, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	fip, err := network.FindFloatingIPByAddress(ctx, address)
 	if err != nil {
 		return err
@@ -750,7 +750,7 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 // the VIP port, else one anywhere in the project with the owner mark (e.g. left
 // unassociated by a lost port and a lost status), so that a second one is never
 // allocated. Floating IPs on the VIP port that are not the exposure's are disassociated.
-func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, owners floatingIPOwners, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
+func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network neutron, owners floatingIPOwners, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
 	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.description()})
 	if err != nil {
 		return nil, err
@@ -785,7 +785,7 @@ func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, net
 }
 
 // floatingNetwork returns the ID of the configured floating pool.
-func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Config, resolved string) (string, error) {
+func floatingNetwork(ctx context.Context, network neutron, cfg *Config, resolved string) (string, error) {
 	switch {
 	case cfg.FloatingNetworkID != "":
 		return cfg.FloatingNetworkID, nil
@@ -797,7 +797,7 @@ func floatingNetwork(ctx context.Context, network *openstack.Network, cfg *Confi
 
 // checkFloatingPool is checkImmutable for a floating pool given by name, which only
 // Neutron can resolve: the pool cannot change while the extension's floating IP exists.
-func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Config, fip *floatingips.FloatingIP, status *v1alpha1.ExposureStatus) error {
+func checkFloatingPool(ctx context.Context, network neutron, cfg *Config, fip *floatingips.FloatingIP, status *v1alpha1.ExposureStatus) error {
 	want, err := floatingNetwork(ctx, network, cfg, "")
 	if err != nil {
 		return err
@@ -813,7 +813,7 @@ func checkFloatingPool(ctx context.Context, network *openstack.Network, cfg *Con
 // ensureNodePairs puts the VIP pair on the ports of the control-plane nodes and removes it
 // from other ports of the network (see syncPairs), and returns the node ports. Without any
 // control-plane Node (yet) it does nothing: the node tracker handles the Nodes as they come.
-func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network *openstack.Network, s pairSync) ([]v1alpha1.NodePort, error) {
+func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network neutron, s pairSync) ([]v1alpha1.NodePort, error) {
 	if len(s.nodes) == 0 {
 		return nil, nil
 	}

@@ -140,7 +140,7 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 	return err
 }
 
-func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network *openstack.Network, status *v1alpha1.ExposureStatus, bestEffort bool) error {
+func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network neutron, status *v1alpha1.ExposureStatus, bestEffort bool) error {
 	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 
 	vipPorts, err := a.findVIPPorts(ctx, network, m, status)
@@ -243,7 +243,7 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 
 // deleteMarkedFloatingIPs deletes the floating IPs that carry the cluster's owner mark,
 // except the one the user pinned, which was only disassociated.
-func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network *openstack.Network, owners floatingIPOwners) error {
+func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network neutron, owners floatingIPOwners) error {
 	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.description()})
 	if err != nil {
 		return err
@@ -268,7 +268,7 @@ func clearFloatingIP(status *v1alpha1.ExposureStatus) {
 // findVIPPorts returns the VIP ports of the cluster: the one in the status and every
 // unbound port with the cluster's port name that carries the cluster's tags, or no tags
 // but lies in the status' network (the tagging after the create may have failed).
-func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network, m mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
+func (a *Actuator) findVIPPorts(ctx context.Context, network neutron, m mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
 	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(m.identity)})
 	if err != nil {
 		return nil, err
@@ -299,7 +299,7 @@ func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network,
 // have handed the address to another port meanwhile: then nothing is touched. Otherwise
 // only the ports recorded in status.nodePorts and the ports of the current control-plane
 // Nodes lose the pair.
-func (a *Actuator) removeStalePairs(ctx context.Context, log logr.Logger, network *openstack.Network, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) removeStalePairs(ctx context.Context, log logr.Logger, network neutron, status *v1alpha1.ExposureStatus) error {
 	nodes, err := a.controlPlaneNodes(ctx)
 	if err != nil {
 		return err
@@ -339,7 +339,7 @@ type pairRemoval struct {
 // that carries it and that r.accept accepts. Other pairs stay. When a port other than the
 // VIP port holds the VIP as its fixed IP, the address belongs to someone else now and no
 // port is touched.
-func (a *Actuator) removePairs(ctx context.Context, log logr.Logger, network *openstack.Network, r pairRemoval) error {
+func (a *Actuator) removePairs(ctx context.Context, log logr.Logger, network neutron, r pairRemoval) error {
 	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: r.networkID})
 	if err != nil {
 		return err
@@ -376,7 +376,7 @@ func hasFixedIP(p *ports.Port, ip string) bool {
 
 // deleteOrphanedFloatingIP deletes the floating IP of the status when it is the
 // exposure's; the user's or someone else's is left alone.
-func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, id string, owners floatingIPOwners) error {
+func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network neutron, id string, owners floatingIPOwners) error {
 	fip, err := network.GetFloatingIP(ctx, id)
 	if err != nil {
 		if openstack.IsNotFound(err) {
