@@ -219,19 +219,29 @@ func TestDeleteWithNeverWorkingCredentialsCompletes(t *testing.T) {
 	startController(t, e)
 	identity := useIdentity(t, ctx, e)
 	secretName := passwordSecret(t, ctx, e, identity, "never-worked-Zq90")
+	deleteFailingExposure(t, ctx, e, identity, secretName)
+}
+
+// deleteFailingExposure creates an exposure with the credentials Secret, waits for its
+// lastError, deletes it and fails unless the deletion completes within 30 s. It returns
+// the exposure as last seen.
+func deleteFailingExposure(t *testing.T, ctx context.Context, e *sharedEnv, identity, secretName string) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
 	exp := newExposure(exposureOptions{name: identity, secretName: secretName})
 	if err := e.cp.Client.Create(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	t.Logf("lastError: %s", got.Status.LastError.Description)
 	if err := e.cp.Client.Delete(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer dcancel()
 	if err := waitGone(dctx, e, exp); err != nil {
-		t.Fatalf("deletion with credentials that never worked and nothing recorded did not complete: %v", err)
+		t.Fatalf("deletion of an exposure that never created anything in OpenStack did not complete: %v", err)
 	}
+	return got
 }
 
 // TestDeleteWithUnreachableOpenStackCompletes: an exposure whose Keystone URL never
@@ -245,20 +255,7 @@ func TestDeleteWithUnreachableOpenStackCompletes(t *testing.T) {
 	secretName := passwordSecret(t, ctx, e, identity, e.os.Password)
 	// A closed port: the connection is refused, which is transient ("will retry").
 	setSecretKeys(t, ctx, e, secretName, map[string]string{"authURL": "http://127.0.0.1:1/v3"})
-	exp := newExposure(exposureOptions{name: identity, secretName: secretName})
-	if err := e.cp.Client.Create(ctx, exp); err != nil {
-		t.Fatal(err)
-	}
-	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
-	t.Logf("lastError: %s", got.Status.LastError.Description)
-	if err := e.cp.Client.Delete(ctx, exp); err != nil {
-		t.Fatal(err)
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer dcancel()
-	if err := waitGone(dctx, e, exp); err != nil {
-		t.Fatalf("deletion of an exposure whose OpenStack never answered did not complete: %v", err)
-	}
+	got := deleteFailingExposure(t, ctx, e, identity, secretName)
 	if reasons := eventReasons(t, ctx, e, got); !slices.Contains(reasons, "DeletedWithoutOpenStackCleanup") {
 		t.Errorf("Events %v, want DeletedWithoutOpenStackCleanup", reasons)
 	}

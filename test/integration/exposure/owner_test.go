@@ -82,17 +82,7 @@ func TestSecondExposureRefused(t *testing.T) {
 		t.Errorf("providerStatus.owner %q, want the exposure's UID %s", got, first.UID)
 	}
 
-	second := newExposure(exposureOptions{name: id + "-second", nodes: nodes})
-	if err := e.cp.Client.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = e.cp.Client.Delete(ctx, second)
-		_ = waitGone(ctx, e, second)
-	})
-	refused := waitFor(t, ctx, e, second, "the refusal", failedReconcile)
+	second, refused := secondExposure(t, ctx, e, id, nodes)
 	le := refused.Status.LastError
 	t.Logf("lastError: %s %v", le.Description, le.Codes)
 	if !strings.Contains(le.Description, ns+"/"+first.Name) || !strings.Contains(le.Description, owner.portID) {
@@ -120,6 +110,23 @@ func TestSecondExposureRefused(t *testing.T) {
 	if got.Status.Ingress[0].IP != owner.fip {
 		t.Errorf("the owner's ingress %v after the refused exposure's deletion, want %s", got.Status.Ingress, owner.fip)
 	}
+}
+
+// secondExposure creates a second exposure of the cluster, deleted at the end, and waits
+// until it is refused.
+func secondExposure(t *testing.T, ctx context.Context, e *sharedEnv, id string, nodes []nodeFixture) (second, refused *extensionsv1alpha1.SelfHostedShootExposure) {
+	t.Helper()
+	second = newExposure(exposureOptions{name: id + "-second", nodes: nodes})
+	if err := e.cp.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.cp.Client.Delete(ctx, second)
+		_ = waitGone(ctx, e, second)
+	})
+	return second, waitFor(t, ctx, e, second, "the refusal", failedReconcile)
 }
 
 // TestTwoClustersWithTheSameShootNameDoNotCollide: two clusters (two kube-apiservers, each
@@ -254,17 +261,7 @@ func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
 	checkFrontDoorIntact(t, ctx, e, door, "after the re-creation")
 
 	// The other side: a second live exposure of the cluster is still refused.
-	second := newExposure(exposureOptions{name: id + "-second", nodes: nodes})
-	if err := e.cp.Client.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = e.cp.Client.Delete(ctx, second)
-		_ = waitGone(ctx, e, second)
-	})
-	refused := waitFor(t, ctx, e, second, "the refusal", failedReconcile)
+	second, refused := secondExposure(t, ctx, e, id, nodes)
 	t.Logf("lastError: %s", refused.Status.LastError.Description)
 	if !strings.Contains(refused.Status.LastError.Description, ns+"/"+again.Name) {
 		t.Errorf("lastError %q does not name the live exposure %s/%s", refused.Status.LastError.Description, ns, again.Name)
