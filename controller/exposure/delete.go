@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
@@ -121,7 +122,6 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 	if err != nil {
 		status = &v1alpha1.ExposureStatus{}
 	}
-	recorded := status.PortID != "" || status.VIPAddress != "" || status.FloatingIPID != ""
 	auth, _, err := a.resolveAuth(ctx, exp, cluster)
 	if err == nil {
 		var network *openstack.Network
@@ -129,17 +129,19 @@ func (a *Actuator) cleanup(ctx context.Context, log logr.Logger, exp *extensions
 			return a.cleanupOpenStack(ctx, log, exp, cluster, network, status, bestEffort)
 		}
 	}
-	if !recorded && !openstack.IsTransient(err) {
-		// Nothing was ever recorded, and the credentials do not work (or are missing):
-		// nothing can have been created with them, so there is nothing to clean up.
-		log.Info("Deleting without OpenStack cleanup: the status records no OpenStack resource and the credentials do not work", "reason", err.Error())
+	// The status records the identity before the exposure's first write to Neutron (see
+	// ensurePort): without it, nothing was ever created, whatever OpenStack answers now
+	// (wrong credentials, an endpoint that never answered).
+	if status.Identity == "" && status.PortID == "" && status.VIPAddress == "" && status.FloatingIPID == "" {
+		log.Info("Deleting without OpenStack cleanup: the exposure never created anything in OpenStack, and OpenStack cannot be used", "reason", err.Error())
+		a.event(exp, corev1.EventTypeNormal, eventDeletedWithoutCleanup, "Deleted without an OpenStack cleanup: the exposure never created anything in OpenStack (%v)", err)
 		return nil
 	}
 	return err
 }
 
-func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network *openstack.Network, status *v1alpha1.ExposureStatus, bestEffort bool) error {
-	m := markOf(status, clusterIdentity(exp, cluster), exp.UID)
+func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, network neutron, status *v1alpha1.ExposureStatus, bestEffort bool) error {
+	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 
 	vipPorts, err := a.findVIPPorts(ctx, network, m, status)
 	if err != nil {
@@ -163,15 +165,15 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 		return errors.Join(errs...)
 	}
 
-	// Adopted floating IP from the config, if the config is still readable.
-	adoptedAddress := ""
-	if status.FloatingIPAdopted {
-		adoptedAddress = status.FloatingIPAddress
-	} else if raw, source := selectConfig(exp, clusterShoot(cluster)); source != SourceNone {
-		if cfg, err := DecodeConfig(raw); err == nil && cfg.FloatingIP != nil {
-			adoptedAddress = *cfg.FloatingIP
+	// Whose each floating IP is, decided once, before the status is cleared below. The
+	// pinned address comes from the config too, if it is still readable.
+	cfg := &Config{}
+	if raw, source := selectConfig(exp, clusterShoot(cluster)); source != SourceNone {
+		if decoded, err := DecodeConfig(raw); err == nil && decoded.FloatingIP != nil {
+			cfg.FloatingIP = *decoded.FloatingIP
 		}
 	}
+	owners := floatingIPOwnersOf(m, cfg, status)
 
 	for _, port := range vipPorts {
 		vip := openstack.PortAddress(port, "")
@@ -196,8 +198,7 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 			return done()
 		}
 		for _, fip := range fips {
-			adopted := fip.FloatingIP == adoptedAddress || (status.FloatingIPAdopted && fip.ID == status.FloatingIPID)
-			if !adopted && m.ownsFloatingIP(&fip) {
+			if owners.of(&fip) == floatingIPOurs {
 				log.Info("Deleting the floating IP", "floatingIP", fip.FloatingIP)
 				err = network.DeleteFloatingIP(ctx, fip.ID)
 			} else {
@@ -224,14 +225,14 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 		// The port is gone already, but pairs may remain.
 		keepGoing(a.removeStalePairs(ctx, log, network, status))
 	}
-	if status.FloatingIPID != "" && !status.FloatingIPAdopted {
+	if status.FloatingIPID != "" {
 		// The port is gone already, its floating IP may remain.
-		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, m))
+		keepGoing(a.deleteOrphanedFloatingIP(ctx, log, network, status.FloatingIPID, owners))
 	}
 	// Every floating IP with the cluster's owner mark goes, also one that no port or status
 	// names any more (e.g. left behind by a lost port).
 	if len(errs) == 0 || bestEffort {
-		keepGoing(a.deleteMarkedFloatingIPs(ctx, log, network, m, status))
+		keepGoing(a.deleteMarkedFloatingIPs(ctx, log, network, owners))
 	}
 	if len(errs) == 0 {
 		status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
@@ -241,15 +242,15 @@ func (a *Actuator) cleanupOpenStack(ctx context.Context, log logr.Logger, exp *e
 }
 
 // deleteMarkedFloatingIPs deletes the floating IPs that carry the cluster's owner mark,
-// except the one the user pinned (adopted), which is only disassociated.
-func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network *openstack.Network, m mark, status *v1alpha1.ExposureStatus) error {
-	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: m.description()})
+// except the one the user pinned, which was only disassociated.
+func (a *Actuator) deleteMarkedFloatingIPs(ctx context.Context, log logr.Logger, network neutron, owners floatingIPOwners) error {
+	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.description()})
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, fip := range marked {
-		if status.FloatingIPAdopted && fip.ID == status.FloatingIPID {
+		if owners.of(&fip) != floatingIPOurs {
 			continue
 		}
 		log.Info("Deleting a floating IP with the cluster's owner mark", "floatingIP", fip.FloatingIP)
@@ -267,7 +268,7 @@ func clearFloatingIP(status *v1alpha1.ExposureStatus) {
 // findVIPPorts returns the VIP ports of the cluster: the one in the status and every
 // unbound port with the cluster's port name that carries the cluster's tags, or no tags
 // but lies in the status' network (the tagging after the create may have failed).
-func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network, m mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
+func (a *Actuator) findVIPPorts(ctx context.Context, network neutron, m mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
 	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(m.identity)})
 	if err != nil {
 		return nil, err
@@ -298,7 +299,7 @@ func (a *Actuator) findVIPPorts(ctx context.Context, network *openstack.Network,
 // have handed the address to another port meanwhile: then nothing is touched. Otherwise
 // only the ports recorded in status.nodePorts and the ports of the current control-plane
 // Nodes lose the pair.
-func (a *Actuator) removeStalePairs(ctx context.Context, log logr.Logger, network *openstack.Network, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) removeStalePairs(ctx context.Context, log logr.Logger, network neutron, status *v1alpha1.ExposureStatus) error {
 	nodes, err := a.controlPlaneNodes(ctx)
 	if err != nil {
 		return err
@@ -338,7 +339,7 @@ type pairRemoval struct {
 // that carries it and that r.accept accepts. Other pairs stay. When a port other than the
 // VIP port holds the VIP as its fixed IP, the address belongs to someone else now and no
 // port is touched.
-func (a *Actuator) removePairs(ctx context.Context, log logr.Logger, network *openstack.Network, r pairRemoval) error {
+func (a *Actuator) removePairs(ctx context.Context, log logr.Logger, network neutron, r pairRemoval) error {
 	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: r.networkID})
 	if err != nil {
 		return err
@@ -373,9 +374,9 @@ func hasFixedIP(p *ports.Port, ip string) bool {
 	return false
 }
 
-// deleteOrphanedFloatingIP deletes the floating IP of the status when the extension
-// created it; a floating IP without the extension's mark is left alone.
-func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network *openstack.Network, id string, m mark) error {
+// deleteOrphanedFloatingIP deletes the floating IP of the status when it is the
+// exposure's; the user's or someone else's is left alone.
+func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger, network neutron, id string, owners floatingIPOwners) error {
 	fip, err := network.GetFloatingIP(ctx, id)
 	if err != nil {
 		if openstack.IsNotFound(err) {
@@ -383,8 +384,8 @@ func (a *Actuator) deleteOrphanedFloatingIP(ctx context.Context, log logr.Logger
 		}
 		return err
 	}
-	if !m.ownsFloatingIP(fip) {
-		log.Info("Leaving a floating IP the extension did not create", "floatingIP", fip.FloatingIP)
+	if owners.of(fip) != floatingIPOurs {
+		log.Info("Leaving a floating IP that is not the exposure's to release", "floatingIP", fip.FloatingIP)
 		return nil
 	}
 	log.Info("Deleting the floating IP of the vanished VIP port", "floatingIP", fip.FloatingIP)

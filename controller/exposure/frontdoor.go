@@ -73,16 +73,18 @@ const (
 
 // Event reasons.
 const (
-	eventPortCreated         = "VIPPortCreated"
-	eventPortRecreated       = "VIPPortRecreated"
-	eventFloatingIPCreated   = "FloatingIPCreated"
-	eventFloatingIPAssociate = "FloatingIPReassociated"
-	eventFloatingIPRealloc   = "FloatingIPReallocated"
-	eventNodePortsChanged    = "NodePortsChanged"
-	eventHolderChanged       = "HolderChanged"
-	eventWaiting             = "WaitingForFrontDoor"
-	eventReady               = "FrontDoorReady"
-	eventLost                = "FrontDoorLost"
+	eventPortCreated           = "VIPPortCreated"
+	eventPortRecreated         = "VIPPortRecreated"
+	eventFrontDoorTakenOver    = "FrontDoorTakenOver"
+	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
+	eventFloatingIPCreated     = "FloatingIPCreated"
+	eventFloatingIPAssociate   = "FloatingIPReassociated"
+	eventFloatingIPRealloc     = "FloatingIPReallocated"
+	eventNodePortsChanged      = "NodePortsChanged"
+	eventHolderChanged         = "HolderChanged"
+	eventWaiting               = "WaitingForFrontDoor"
+	eventReady                 = "FrontDoorReady"
+	eventLost                  = "FrontDoorLost"
 )
 
 // frontDoorState is one look at the front door.

@@ -57,6 +57,12 @@ type inputs struct {
 	floatingNetworkID string
 	// event records an Event on the exposure (nil: none).
 	event func(eventType, reason, format string, args ...any)
+	// uid is the exposure's own UID (the mark's owner may be an earlier one).
+	uid types.UID
+	// recordFirst writes the status before the exposure's first create in Neutron (nil:
+	// the status records the identity already), so that a deletion knows for certain
+	// whether anything was ever created.
+	recordFirst func(*v1alpha1.ExposureStatus) error
 }
 
 // record records a Normal Event on the exposure.
@@ -325,4 +331,48 @@ func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, e
 	}
 	slices.SortFunc(nodes, func(x, y controlPlaneNode) int { return strings.Compare(x.Name, y.Name) })
 	return nodes, nil
+}
+
+// validateAgainstNeutron checks what only Neutron knows (subnet membership and range)
+// before anything is created.
+func (a *Actuator) validateAgainstNeutron(ctx context.Context, network neutron, in *inputs) error {
+	cfg := in.config
+	subnet := SubnetFacts{NetworkID: cfg.SubnetNetworkID, CIDR: cfg.SubnetCIDR}
+	if cfg.SubnetID != "" && cfg.SubnetCIDR == "" {
+		s, err := network.GetSubnet(ctx, cfg.SubnetID)
+		if err != nil {
+			if openstack.IsNotFound(err) {
+				return configError("subnet %s does not exist: fix subnetID in the provider config or the Infrastructure", cfg.SubnetID)
+			}
+			return err
+		}
+		subnet = SubnetFacts{NetworkID: s.NetworkID, CIDR: s.CIDR}
+	}
+	errs := ValidateResolved(cfg, subnet, configPath(in.source))
+	if len(errs) == 0 {
+		return a.resolveFloatingPool(ctx, network, in)
+	}
+	if cfg.NetworkID != "" && subnet.NetworkID != "" && subnet.NetworkID != cfg.NetworkID {
+		// Tell a network that does not exist from a subnet in another network.
+		if _, err := network.GetNetwork(ctx, cfg.NetworkID); openstack.IsNotFound(err) {
+			return configError("network %s does not exist: fix networkID in the provider config or the Infrastructure", cfg.NetworkID)
+		}
+	}
+	return configError("fix the provider config: %w", errs.ToAggregate())
+}
+
+// resolveFloatingPool looks the floating pool up by name before anything is created, while
+// the exposure has no floating IP yet (a pool that does not exist is a configuration error,
+// not a VIP port without a floating IP); the ID found is used for the allocation.
+func (a *Actuator) resolveFloatingPool(ctx context.Context, network neutron, in *inputs) error {
+	cfg := in.config
+	if cfg.InternalOnly || cfg.FloatingIP != "" || cfg.FloatingNetworkID != "" || in.status.FloatingIPID != "" {
+		return nil
+	}
+	id, err := network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
+	if err != nil {
+		return err
+	}
+	in.floatingNetworkID = id
+	return nil
 }

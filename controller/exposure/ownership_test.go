@@ -7,6 +7,7 @@ package exposure
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,29 +23,48 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-func TestAddressChangesAreRefused(t *testing.T) {
-	public := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", PortID: "p", FloatingIPID: "f", FloatingIPAddress: "198.19.0.5", Ingress: "198.19.0.5"}
-	internal := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", PortID: "p", Ingress: "198.18.0.10"}
+func TestChangesThatMoveTheFrontDoorAreRefused(t *testing.T) {
+	public := &v1alpha1.ExposureStatus{NetworkID: "n", SubnetID: "s", VIPAddress: "198.18.0.10", PortID: "p",
+		FloatingIPID: "f", FloatingIPAddress: "198.19.0.5", FloatingNetworkID: "ext", Ingress: "198.19.0.5"}
+	pinned := public.DeepCopy()
+	pinned.FloatingIPAdopted = true
+	internal := &v1alpha1.ExposureStatus{NetworkID: "n", SubnetID: "s", VIPAddress: "198.18.0.10", PortID: "p", Ingress: "198.18.0.10"}
+	portOnly := &v1alpha1.ExposureStatus{NetworkID: "n", SubnetID: "s", VIPAddress: "198.18.0.10", PortID: "p"}
+	failedEarly := &v1alpha1.ExposureStatus{NetworkID: "n", SubnetID: "s"}
 	fresh := &v1alpha1.ExposureStatus{}
+	same := Config{NetworkID: "n", SubnetID: "s", FloatingNetworkID: "ext"}
+	with := func(f func(*Config)) Config { c := same; f(&c); return c }
 	for _, tc := range []struct {
-		name    string
-		cfg     Config
-		status  *v1alpha1.ExposureStatus
-		refused bool
+		name   string
+		cfg    Config
+		status *v1alpha1.ExposureStatus
+		field  string // "" when accepted
 	}{
-		{"nothing published yet, anything goes", Config{InternalOnly: true, FloatingIP: "198.19.0.9"}, fresh, false},
-		{"unchanged public", Config{}, public, false},
-		{"pinning the current floating IP", Config{FloatingIP: "198.19.0.5"}, public, false},
-		{"another floating IP", Config{FloatingIP: "198.19.0.6"}, public, true},
-		{"public to internal", Config{InternalOnly: true}, public, true},
-		{"internal to public", Config{}, internal, true},
-		{"unchanged internal", Config{InternalOnly: true}, internal, false},
-		{"another VIP", Config{VIPAddress: "198.18.0.11"}, public, true},
-		{"the same VIP", Config{VIPAddress: "198.18.0.10"}, public, false},
+		{"nothing recorded yet, anything goes", Config{NetworkID: "n2", SubnetID: "s2", InternalOnly: true, FloatingIP: "198.19.0.9"}, fresh, ""},
+		{"a failed first attempt recorded no VIP: the network may be fixed", Config{NetworkID: "n2", SubnetID: "s2"}, failedEarly, ""},
+		{"unchanged public", same, public, ""},
+		{"another network", with(func(c *Config) { c.NetworkID = "n2" }), public, "networkID"},
+		{"another subnet", with(func(c *Config) { c.SubnetID = "s2" }), public, "subnetID"},
+		{"another subnet before the floating IP", with(func(c *Config) { c.SubnetID = "s2" }), portOnly, "subnetID"},
+		{"pinning the current floating IP", with(func(c *Config) { c.FloatingIP = "198.19.0.5" }), public, ""},
+		{"another floating IP", with(func(c *Config) { c.FloatingIP = "198.19.0.6" }), public, "floatingIP"},
+		{"public to internal", with(func(c *Config) { c.InternalOnly = true }), public, "internalOnly"},
+		{"internal to public", same, internal, "internalOnly"},
+		{"unchanged internal", with(func(c *Config) { c.InternalOnly = true }), internal, ""},
+		{"another VIP", with(func(c *Config) { c.VIPAddress = "198.18.0.11" }), public, "vipAddress"},
+		{"the same VIP", with(func(c *Config) { c.VIPAddress = "198.18.0.10" }), public, ""},
+		{"another floating pool", with(func(c *Config) { c.FloatingNetworkID = "ext2" }), public, "floatingNetworkID"},
+		{"a pinned floating IP is from any pool", with(func(c *Config) { c.FloatingNetworkID = "ext2" }), pinned, ""},
+		{"a pool by name only is checked against Neutron", with(func(c *Config) { c.FloatingNetworkID, c.FloatingPoolName = "", "other" }), public, ""},
 	} {
-		err := checkAddressChange(&tc.cfg, tc.status)
-		if (err != nil) != tc.refused {
-			t.Errorf("%s: error %v, want refused=%v", tc.name, err, tc.refused)
+		err := checkImmutable(&tc.cfg, tc.status)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.field != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.field+" is ")):
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.field)
+		case err != nil && !strings.Contains(err.Error(), tc.status.VIPAddress):
+			t.Errorf("%s: error %q does not name the recorded VIP", tc.name, err)
 		}
 	}
 }
@@ -154,13 +174,13 @@ func TestMarkTellsForeignOwners(t *testing.T) {
 
 func TestRecordedMarkWins(t *testing.T) {
 	recorded := &v1alpha1.ExposureStatus{Identity: "old-id", Owner: "old-uid"}
-	if got := markOf(recorded, "new-id", "new-uid"); got != (mark{identity: "old-id", owner: "old-uid"}) {
+	if got := markOf(recorded, "new-id", "new-uid", nil); got != (mark{identity: "old-id", owner: "old-uid"}) {
 		t.Errorf("mark %+v, want the recorded one", got)
 	}
-	if got := markOf(&v1alpha1.ExposureStatus{Identity: "old-id"}, "new-id", "new-uid"); got != (mark{identity: "old-id"}) {
+	if got := markOf(&v1alpha1.ExposureStatus{Identity: "old-id"}, "new-id", "new-uid", nil); got != (mark{identity: "old-id"}) {
 		t.Errorf("mark %+v of an exposure from before owners, want no owner", got)
 	}
-	if got := markOf(&v1alpha1.ExposureStatus{}, "new-id", "new-uid"); got != (mark{identity: "new-id", owner: "new-uid"}) {
+	if got := markOf(&v1alpha1.ExposureStatus{}, "new-id", "new-uid", nil); got != (mark{identity: "new-id", owner: "new-uid"}) {
 		t.Errorf("mark %+v of a new exposure, want the derived identity and its UID", got)
 	}
 }

@@ -49,7 +49,7 @@ type pairSync struct {
 // A node port with port security disabled needs no pair (Neutron refuses one with
 // AddressPairAndPortSecurityRequired): it is logged and reported with
 // PortSecurityDisabled, and the exposure goes on.
-func syncPairs(ctx context.Context, log logr.Logger, network *openstack.Network, s pairSync) ([]v1alpha1.NodePort, error) {
+func syncPairs(ctx context.Context, log logr.Logger, network neutron, s pairSync) ([]v1alpha1.NodePort, error) {
 	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: s.networkID})
 	if err != nil {
 		return nil, err

@@ -33,24 +33,33 @@ func vipPortName(identity string) string {
 }
 
 // mark is what the extension puts on the OpenStack resources of one exposure: the
-// cluster's identity (port name, cluster tag) and the owning exposure's UID (owner tag on
-// the port, part of the floating IP's description). Two exposures of one cluster share the
-// identity and differ in the owner; so do two clusters that share a project and a shoot
-// name (and with it the technical ID the identity comes from).
+// cluster's identity (port name, cluster tag), the owning exposure's UID (owner tag on the
+// port, part of the floating IP's description) and the Shoot's UID (shoot tag on the
+// port). Two exposures of one cluster share the identity and differ in the owner; so do
+// two clusters that share a project and a shoot name (and with it the technical ID the
+// identity comes from), which also differ in the Shoot's UID.
 type mark struct {
 	identity string
 	// owner is the recorded owner UID; empty for exposures from before owners were
 	// recorded, whose resources carry no owner.
 	owner string
+	// shoot is the Shoot's status.uid: gardenadm keeps it for the life of the cluster,
+	// also when the exposure object is lost and created again. Empty when the Cluster
+	// names none; the port then carries no shoot tag and can never be taken over.
+	shoot string
 }
 
 // markOf returns the mark of an exposure: the recorded identity and owner; an exposure
 // that has recorded nothing yet takes the derived identity and its own UID.
-func markOf(status *v1alpha1.ExposureStatus, derivedIdentity string, uid types.UID) mark {
+func markOf(status *v1alpha1.ExposureStatus, derivedIdentity string, uid types.UID, shoot *gardencorev1beta1.Shoot) mark {
+	m := mark{identity: derivedIdentity, owner: string(uid)}
 	if status.Identity != "" {
-		return mark{identity: status.Identity, owner: status.Owner}
+		m.identity, m.owner = status.Identity, status.Owner
 	}
-	return mark{identity: derivedIdentity, owner: string(uid)}
+	if shoot != nil {
+		m.shoot = string(shoot.Status.UID)
+	}
+	return m
 }
 
 // description is the description of the VIP port and of the floating IPs this extension
@@ -65,22 +74,35 @@ func (m mark) description() string {
 	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s, owner %s (gardener-extension-kube-vip); do not delete", m.identity, m.owner)
 }
 
-// ownsFloatingIP tells whether this extension created the floating IP for the exposure.
-func (m mark) ownsFloatingIP(fip *floatingips.FloatingIP) bool {
-	return fip.Description == m.description()
-}
-
 // clusterTags are the tags every VIP port of the cluster carries.
 func (m mark) clusterTags() []string {
 	return []string{openstack.TagExtension, openstack.ClusterTag(m.identity)}
 }
 
-// tags are the tags of the exposure's VIP port: the cluster's and the owner's.
+// tags are the tags that find the exposure's VIP port: the cluster's and the owner's.
 func (m mark) tags() []string {
 	if m.owner == "" {
 		return m.clusterTags()
 	}
 	return append(m.clusterTags(), openstack.OwnerTag(m.owner))
+}
+
+// portTags are the tags the exposure puts on its VIP port: tags() and the shoot's.
+func (m mark) portTags() []string {
+	if m.shoot == "" {
+		return m.tags()
+	}
+	return append(m.tags(), openstack.ShootTag(m.shoot))
+}
+
+// tagValue returns the value of the port's first tag with the prefix.
+func tagValue(p *ports.Port, prefix string) string {
+	for _, t := range p.Tags {
+		if v, ok := strings.CutPrefix(t, prefix); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // foreignOwner returns the owner of a port of the cluster that another exposure owns, ""
@@ -99,12 +121,14 @@ func (m mark) foreignOwner(p *ports.Port) string {
 }
 
 // withTags returns the port's tags plus the exposure's, without tags that name another
-// cluster or owner: a recorded port whose tags were edited gets the exposure's back, and
-// keeps the tags of others.
+// cluster, owner or shoot: a recorded port whose tags were edited gets the exposure's
+// back, and keeps the tags of others.
 func (m mark) withTags(have []string) []string {
-	out := m.tags()
+	out := m.portTags()
 	for _, t := range have {
-		if strings.HasPrefix(t, openstack.ClusterTag("")) || strings.HasPrefix(t, openstack.OwnerTagPrefix) || slices.Contains(out, t) {
+		ours := strings.HasPrefix(t, openstack.ClusterTag("")) || strings.HasPrefix(t, openstack.OwnerTagPrefix) ||
+			(m.shoot != "" && strings.HasPrefix(t, openstack.ShootTagPrefix))
+		if ours || slices.Contains(out, t) {
 			continue
 		}
 		out = append(out, t)
@@ -112,30 +136,121 @@ func (m mark) withTags(have []string) []string {
 	return out
 }
 
-// checkOneOwner refuses an exposure that has no VIP port yet while another exposure of
-// this cluster owns one: the cluster has one front door, and a second exposure must not
-// take it over (or delete it with itself). A port of the cluster's identity whose owner is
-// no exposure of this cluster belongs to another cluster that shares the project and the
-// shoot name; it is left alone, and this exposure creates its own.
-func (a *Actuator) checkOneOwner(ctx context.Context, log logr.Logger, in *inputs, named []ports.Port) error {
+// portOwner says whose a port with the cluster's VIP port name is.
+type portOwner int
+
+const (
+	// portOurs: the exposure's own VIP port (its owner, or no owner at all).
+	portOurs portOwner = iota
+	// portOfLostExposure: the VIP port of an exposure of this cluster that no longer
+	// exists (the object was lost and created again): its owner is no exposure of the
+	// cluster, and its shoot tag names this cluster's Shoot. An exposure that has recorded
+	// no VIP port yet takes it over.
+	portOfLostExposure
+	// portOfLiveExposure: another exposure of this cluster owns it: a cluster has one
+	// front door, a second exposure is refused and touches nothing.
+	portOfLiveExposure
+	// portOfSomeoneElse: bound, another cluster's (tags or Shoot), or unprovable: left alone.
+	portOfSomeoneElse
+)
+
+// ownerOfPort is the one ownership rule for VIP ports. owner is the foreign owner UID and
+// who the live exposure that owns it ("" unless portOfLiveExposure).
+func (a *Actuator) ownerOfPort(ctx context.Context, m mark, self types.UID, p *ports.Port) (kind portOwner, owner, who string, err error) {
+	owner = m.foreignOwner(p)
+	switch {
+	case owner == "" || owner == string(self):
+		return portOurs, owner, "", nil
+	case p.DeviceOwner != "" || (len(p.Tags) > 0 && !openstack.HasAllTags(p.Tags, m.clusterTags())):
+		return portOfSomeoneElse, owner, "", nil
+	}
+	if who, err = a.exposureOwning(ctx, owner); err != nil || who != "" {
+		return portOfLiveExposure, owner, who, err
+	}
+	if m.shoot != "" && tagValue(p, openstack.ShootTagPrefix) == m.shoot {
+		return portOfLostExposure, owner, "", nil
+	}
+	return portOfSomeoneElse, owner, "", nil
+}
+
+// claimFrontDoor runs for an exposure that has recorded no VIP port yet. It refuses the
+// exposure while another live exposure of the cluster owns a VIP port (and leaves that
+// alone). A VIP port of a lost exposure of this cluster is the cluster's front door: the
+// exposure takes over its owner (the owner tag and the floating IP's description name it),
+// so that the port, the floating IP and the published address are found as its own.
+// Ports of other clusters sharing the project and shoot name are left alone.
+func (a *Actuator) claimFrontDoor(ctx context.Context, log logr.Logger, in *inputs, self types.UID, named []ports.Port) error {
+	var lost *ports.Port
+	var lostOwner string
 	for i := range named {
 		p := &named[i]
-		uid := in.mark.foreignOwner(p)
-		if uid == "" || p.DeviceOwner != "" || (len(p.Tags) > 0 && !openstack.HasAllTags(p.Tags, in.mark.clusterTags())) {
-			continue
-		}
-		owner, err := a.exposureOwning(ctx, uid)
-		if err != nil {
+		kind, owner, who, err := a.ownerOfPort(ctx, in.mark, self, p)
+		switch {
+		case err != nil:
 			return err
+		case kind == portOfLiveExposure:
+			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the cluster's front door (VIP port %s) belongs to the SelfHostedShootExposure %s (owner %s), and a cluster has one: this exposure leaves it alone; delete this exposure",
+				p.ID, who, owner), gardencorev1beta1.ErrorConfigurationProblem)
+		case kind == portOfLostExposure && (lost == nil || p.CreatedAt.Before(lost.CreatedAt)):
+			lost, lostOwner = p, owner
+		case kind == portOfSomeoneElse && owner != "":
+			log.Info("Leaving a VIP port of the same name alone: its owner is no exposure of this cluster, and it is not tagged with this cluster's Shoot", "port", p.ID, "owner", owner)
 		}
-		if owner == "" {
-			log.Info("Leaving a VIP port of the same name alone: its owner is no exposure of this cluster (another cluster sharing the project and shoot name)", "port", p.ID, "owner", uid)
-			continue
-		}
-		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the cluster's front door (VIP port %s) belongs to the SelfHostedShootExposure %s (owner %s), and a cluster has one: this exposure leaves it alone; delete this exposure",
-			p.ID, owner, uid), gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	if lost != nil {
+		log.Info("Taking over the front door of a lost exposure of this cluster", "port", lost.ID, "owner", lostOwner)
+		in.record(eventFrontDoorTakenOver, "The VIP port %s of the lost exposure %s of this cluster (same Shoot) is taken over with its addresses", lost.ID, lostOwner)
+		in.mark.owner = lostOwner
 	}
 	return nil
+}
+
+// floatingIPOwner says whose a floating IP is.
+type floatingIPOwner int
+
+const (
+	// floatingIPOurs: the extension allocated it for the exposure (it carries the mark's
+	// description) and the user has not pinned it: it is released with the exposure.
+	floatingIPOurs floatingIPOwner = iota
+	// floatingIPPinned: the user named it in floatingIP (now, or when it was adopted): it
+	// is kept and on deletion only disassociated.
+	floatingIPPinned
+	// floatingIPOfSomeoneElse: neither: never released; only disassociated from the VIP
+	// port.
+	floatingIPOfSomeoneElse
+)
+
+// floatingIPOwners is the one ownership rule for floating IPs, used by reconcile and
+// delete alike. It is fixed before anything changes, so that clearing the status during a
+// deletion never turns a pinned floating IP into one the extension releases.
+type floatingIPOwners struct {
+	mark mark
+	// pinnedAddress and pinnedID name the floating IP the user pinned.
+	pinnedAddress, pinnedID string
+}
+
+func floatingIPOwnersOf(m mark, cfg *Config, status *v1alpha1.ExposureStatus) floatingIPOwners {
+	o := floatingIPOwners{mark: m}
+	if cfg != nil {
+		o.pinnedAddress = cfg.FloatingIP
+	}
+	if status.FloatingIPAdopted {
+		o.pinnedID = status.FloatingIPID
+		if o.pinnedAddress == "" {
+			o.pinnedAddress = status.FloatingIPAddress
+		}
+	}
+	return o
+}
+
+func (o floatingIPOwners) of(fip *floatingips.FloatingIP) floatingIPOwner {
+	switch {
+	case (o.pinnedAddress != "" && fip.FloatingIP == o.pinnedAddress) || (o.pinnedID != "" && fip.ID == o.pinnedID):
+		return floatingIPPinned
+	case fip.Description == o.mark.description():
+		return floatingIPOurs
+	}
+	return floatingIPOfSomeoneElse
 }
 
 // exposureOwning returns namespace/name of the SelfHostedShootExposure in this cluster
@@ -158,45 +273,65 @@ func (a *Actuator) exposureOwning(ctx context.Context, uid string) (string, erro
 }
 
 // checkRecordedPort tells whether the port recorded in the status is still the exposure's
-// VIP port: unbound, in the configured network, holding the recorded VIP.
-func checkRecordedPort(port *ports.Port, status *v1alpha1.ExposureStatus, networkID string) error {
+// VIP port: unbound and holding the recorded VIP (a changed network is refused earlier,
+// by checkImmutable).
+func checkRecordedPort(port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	switch {
 	case port.DeviceOwner != "":
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s was bound to %s %s outside of the extension: unbind it so that it only reserves the VIP %s",
 			port.ID, port.DeviceOwner, port.DeviceID, status.VIPAddress), gardencorev1beta1.ErrorInfraDependencies)
-	case port.NetworkID != networkID:
-		return configError("the VIP port %s is in network %s, not in %s: the network of an exposure cannot change; restore networkID in the provider config",
-			port.ID, port.NetworkID, networkID)
-	case !hasFixedIP(port, status.VIPAddress):
-		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s no longer holds the VIP %s (it has %s): the VIP cannot change; restore the port's fixed IP",
-			port.ID, status.VIPAddress, openstack.PortAddress(port, "")), gardencorev1beta1.ErrorInfraDependencies)
+	case port.NetworkID != status.NetworkID || !hasFixedIP(port, status.VIPAddress):
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s no longer holds the VIP %s in network %s (it has %s in %s): the VIP cannot change; restore the port's fixed IP",
+			port.ID, status.VIPAddress, status.NetworkID, openstack.PortAddress(port, ""), port.NetworkID), gardencorev1beta1.ErrorInfraDependencies)
 	}
 	return nil
 }
 
-// checkAddressChange refuses, before any OpenStack call, every provider-config change that
-// would move the front-door address once it was reported: Gardener writes status.ingress
-// into DNS only once (continuousEndpointUpdate: false), so a new address would strand
-// every client. The exposure keeps running on its addresses while the error is shown.
-func checkAddressChange(cfg *Config, status *v1alpha1.ExposureStatus) error {
-	if status.VIPAddress != "" && cfg.VIPAddress != "" && cfg.VIPAddress != status.VIPAddress {
-		return configError("vipAddress %s differs from the exposure's VIP %s, and the VIP cannot change: restore vipAddress in the provider config, or create a new exposure",
-			cfg.VIPAddress, status.VIPAddress)
+// checkImmutable is the one rule for what never changes. Before any OpenStack call it
+// refuses every provider-config change that would move the front door away from what the
+// status records: Gardener writes status.ingress into DNS only once
+// (continuousEndpointUpdate: false), so a new address would strand every client, and a
+// VIP taken from a changed subnet would leave the node pairs and agents on nothing. The
+// exposure keeps running on its recorded addresses while the error is shown.
+func checkImmutable(cfg *Config, status *v1alpha1.ExposureStatus) error {
+	hasVIP := status.VIPAddress != ""
+	hasFloatingIP := status.FloatingIPID != ""
+	internal := status.Ingress != "" && status.Ingress == status.VIPAddress && !hasFloatingIP
+	var c *change
+	switch {
+	case hasVIP && status.NetworkID != "" && cfg.NetworkID != status.NetworkID:
+		c = &change{"networkID", status.NetworkID, cfg.NetworkID}
+	case hasVIP && status.SubnetID != "" && cfg.SubnetID != status.SubnetID:
+		c = &change{"subnetID", status.SubnetID, cfg.SubnetID}
+	case hasVIP && cfg.VIPAddress != "" && cfg.VIPAddress != status.VIPAddress:
+		c = &change{"vipAddress", status.VIPAddress, cfg.VIPAddress}
+	case hasFloatingIP && cfg.InternalOnly:
+		c = &change{"internalOnly", "false", "true"}
+	case internal && !cfg.InternalOnly:
+		c = &change{"internalOnly", "true", "false"}
+	case hasFloatingIP && cfg.FloatingIP != "" && cfg.FloatingIP != status.FloatingIPAddress:
+		c = &change{"floatingIP", status.FloatingIPAddress, cfg.FloatingIP}
+	case hasFloatingIP && !status.FloatingIPAdopted && cfg.FloatingIP == "" && status.FloatingNetworkID != "" &&
+		cfg.FloatingNetworkID != "" && cfg.FloatingNetworkID != status.FloatingNetworkID:
+		c = &change{"floatingNetworkID", status.FloatingNetworkID, cfg.FloatingNetworkID}
 	}
-	if status.Ingress == "" {
+	if c == nil {
 		return nil
 	}
-	internal := status.Ingress == status.VIPAddress && status.FloatingIPID == ""
-	switch {
-	case cfg.InternalOnly && !internal:
-		return configError("internalOnly would remove the floating IP %s, the exposure's published address: unset internalOnly, or create a new exposure", status.Ingress)
-	case !cfg.InternalOnly && internal:
-		return configError("the exposure is internal only and publishes the VIP %s: setting internalOnly to false would change the published address; restore internalOnly, or create a new exposure", status.Ingress)
-	case cfg.FloatingIP != "" && cfg.FloatingIP != status.Ingress:
-		return configError("floatingIP %s differs from the exposure's published floating IP %s, and that address cannot change: set floatingIP to %s or remove it",
-			cfg.FloatingIP, status.Ingress, status.Ingress)
+	return refuseChange(*c, status)
+}
+
+// change is a provider-config field that differs from what the front door was made with.
+type change struct{ field, recorded, configured string }
+
+// refuseChange is the one error sentence of checkImmutable.
+func refuseChange(c change, status *v1alpha1.ExposureStatus) error {
+	door := "VIP " + status.VIPAddress
+	if status.FloatingIPAddress != "" {
+		door += ", floating IP " + status.FloatingIPAddress
 	}
-	return nil
+	return configError("%s is %q in the provider config, but the exposure's front door (%s) was made with %q and cannot move: restore %s, or create a new exposure",
+		c.field, c.configured, door, c.recorded, c.field)
 }
 
 // ingressOf is the address to report: the recorded front door once there is one, else the

@@ -81,6 +81,19 @@ func IsPortSecurityDisabled(err error) bool {
 	return errors.As(err, &e) && e.Type == "AddressPairAndPortSecurityRequired"
 }
 
+// IsUnauthenticated tells whether Keystone rejected the credentials (HTTP 401), also on a
+// re-authentication.
+func IsUnauthenticated(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusUnauthorized
+}
+
+// IsAddressTaken tells whether Neutron refused a fixed IP because another port holds it.
+func IsAddressTaken(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Type == "IpAddressAlreadyAllocated" || e.Type == "IpAddressInUse")
+}
+
 // NewConfigurationError marks err as a configuration problem the operator must fix.
 func NewConfigurationError(err error) error {
 	return v1beta1helper.NewErrorWithCodes(err, gardencorev1beta1.ErrorConfigurationProblem)
@@ -134,6 +147,13 @@ func classify(err error, op string, lookup bool) error {
 		return err
 	}
 	e := &Error{Op: op, cause: err}
+
+	// gophercloud's re-authentication error does not unwrap: what decides is why the
+	// re-authentication failed (a 401 when the credentials were changed or revoked).
+	var reauth *gophercloud.ErrUnableToReauthenticate
+	if errors.As(err, &reauth) && reauth.ErrReauth != nil {
+		err = reauth.ErrReauth
+	}
 
 	var resp gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &resp) {

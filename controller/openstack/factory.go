@@ -216,18 +216,33 @@ func (f *CachingClientFactory) Network(ctx context.Context, auth AuthConfig) (*N
 	defer f.mu.Unlock()
 	if err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) {
-			f.rejected[key] = rejection{err: err, until: f.opts.Now().Add(f.authFailures.When(key))}
+			f.rejectLocked(key, err)
 		}
 		return nil, err
 	}
 	delete(f.rejected, key)
 	f.authFailures.Forget(key)
+	network.rejected = func(err error) { f.reject(key, err) }
 	if c, ok := f.clients[key]; ok { // a concurrent caller won
 		c.lastUsed = f.opts.Now()
 		return c.network, nil
 	}
 	f.clients[key] = &cachedClient{network: network, lastUsed: f.opts.Now()}
 	return network, nil
+}
+
+// reject drops the cached client of key after Keystone rejected its credentials (e.g. a
+// password changed in Keystone before the Secret) and holds further logins back with the
+// backoff of a rejected login, to spare the user a lockout.
+func (f *CachingClientFactory) reject(key string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.clients, key)
+	f.rejectLocked(key, err)
+}
+
+func (f *CachingClientFactory) rejectLocked(key string, err error) {
+	f.rejected[key] = rejection{err: err, until: f.opts.Now().Add(f.authFailures.When(key))}
 }
 
 // Forget drops the cached client of auth, e.g. after the credentials were rejected.

@@ -63,3 +63,55 @@ func TestM8WrongPasswordBacksOff(t *testing.T) {
 		t.Fatalf("%d logins after the password changed, want 3", n)
 	}
 }
+
+// TestRejectedReauthenticationIsUnauthenticatedAndBacksOff: Keystone accepted the
+// credentials once and rejects them on the re-authentication after Neutron refused the
+// token (a password changed in Keystone before the Secret). The failure is
+// ERR_INFRA_UNAUTHENTICATED, not "could not be reached", and the cached client is dropped:
+// however often reconciliations ask, Keystone sees no further login before the backoff.
+func TestRejectedReauthenticationIsUnauthenticatedAndBacksOff(t *testing.T) {
+	var logins atomic.Int32
+	var server *httptest.Server
+	server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/v3/auth/tokens" {
+			// Neutron: the token was revoked.
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`))
+			return
+		}
+		if logins.Add(1) > 1 {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`))
+			return
+		}
+		w.Header().Set("X-Subject-Token", "token-1")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"token":{"expires_at":"2099-01-01T00:00:00.000000Z","catalog":[{"type":"network","name":"neutron","endpoints":[` +
+			`{"interface":"public","region":"RegionOne","region_id":"RegionOne","url":"` + server.URL + `"}]}]}}`))
+	}))
+	defer server.Close()
+
+	now := time.Unix(1_700_000_000, 0)
+	f := NewClientFactory(FactoryOptions{Now: func() time.Time { return now }})
+	auth := AuthConfig{AuthURL: server.URL + "/v3", Region: "RegionOne", Credentials: &Credentials{DomainName: "d", TenantName: "p", Username: "u", Password: "changed-in-keystone"}}
+
+	network, err := f.Network(context.Background(), auth)
+	if err != nil {
+		t.Fatalf("first login: %v", err)
+	}
+	_, err = network.ListPorts(context.Background(), PortFilter{})
+	if codes := v1beta1helper.ExtractErrorCodes(err); len(codes) != 1 || codes[0] != gardencorev1beta1.ErrorInfraUnauthenticated || IsTransient(err) {
+		t.Fatalf("codes %v, transient %v, want %s and not transient; error: %v", codes, IsTransient(err), gardencorev1beta1.ErrorInfraUnauthenticated, err)
+	}
+	for range 50 {
+		if network, err := f.Network(context.Background(), auth); err == nil {
+			_, _ = network.ListPorts(context.Background(), PortFilter{})
+		} else if codes := v1beta1helper.ExtractErrorCodes(err); len(codes) != 1 || codes[0] != gardencorev1beta1.ErrorInfraUnauthenticated {
+			t.Fatalf("codes %v while backing off, want %s; error: %v", codes, gardencorev1beta1.ErrorInfraUnauthenticated, err)
+		}
+	}
+	if n := logins.Load(); n != 2 {
+		t.Fatalf("%d logins, want 2 (the first and the rejected re-authentication), then a backoff", n)
+	}
+}

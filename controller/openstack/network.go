@@ -38,6 +38,16 @@ func OwnerTag(uid string) string {
 // OwnerTagPrefix starts every OwnerTag.
 const OwnerTagPrefix = "kube-vip-owner="
 
+// ShootTag is the tag that names the Shoot (by its status.uid, stable for the life of the
+// cluster) whose VIP port it is; it proves a port to be the cluster's own when the
+// exposure object was lost and created again with a new UID.
+func ShootTag(uid string) string {
+	return ShootTagPrefix + uid
+}
+
+// ShootTagPrefix starts every ShootTag.
+const ShootTagPrefix = "kube-vip-shoot="
+
 // maxRevisionRetries bounds the retries of a port update whose revision went stale.
 const maxRevisionRetries = 5
 
@@ -45,6 +55,26 @@ const maxRevisionRetries = 5
 // needs. Every method takes the caller's context and returns errors classified by Classify.
 type Network struct {
 	client *gophercloud.ServiceClient
+	// rejected is told when Keystone no longer accepts the credentials, typically on the
+	// re-authentication of a cached client (nil: nobody listens).
+	rejected func(error)
+}
+
+// classify is Classify that tells n.rejected about credentials Keystone rejects.
+func (n *Network) classify(err error, op string) error {
+	return n.observe(Classify(err, op))
+}
+
+// classifyLookup is ClassifyLookup that tells n.rejected about rejected credentials.
+func (n *Network) classifyLookup(err error, op string) error {
+	return n.observe(ClassifyLookup(err, op))
+}
+
+func (n *Network) observe(err error) error {
+	if n.rejected != nil && IsUnauthenticated(err) {
+		n.rejected(err)
+	}
+	return err
 }
 
 // NewNetwork wraps a Neutron service client (tests and callers with their own client).
@@ -59,7 +89,7 @@ func (n *Network) ServiceClient() *gophercloud.ServiceClient { return n.client }
 func (n *Network) GetNetwork(ctx context.Context, id string) (*networks.Network, error) {
 	network, err := networks.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, ClassifyLookup(err, fmt.Sprintf("read network %s", id))
+		return nil, n.classifyLookup(err, fmt.Sprintf("read network %s", id))
 	}
 	return network, nil
 }
@@ -70,11 +100,11 @@ func (n *Network) FindExternalNetworkByName(ctx context.Context, name string) (s
 	external := true
 	pages, err := networks.List(n.client, externalListOpts{ListOpts: networks.ListOpts{Name: name}, External: &external}).AllPages(ctx)
 	if err != nil {
-		return "", Classify(err, fmt.Sprintf("look up floating pool %q", name))
+		return "", n.classify(err, fmt.Sprintf("look up floating pool %q", name))
 	}
 	nets, err := networks.ExtractNetworks(pages)
 	if err != nil {
-		return "", Classify(err, fmt.Sprintf("look up floating pool %q", name))
+		return "", n.classify(err, fmt.Sprintf("look up floating pool %q", name))
 	}
 	switch len(nets) {
 	case 0:
@@ -118,7 +148,7 @@ func (o externalListOpts) ToNetworkListQuery() (string, error) {
 func (n *Network) GetSubnet(ctx context.Context, id string) (*subnets.Subnet, error) {
 	s, err := subnets.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, ClassifyLookup(err, fmt.Sprintf("read subnet %s", id))
+		return nil, n.classifyLookup(err, fmt.Sprintf("read subnet %s", id))
 	}
 	return s, nil
 }
@@ -141,11 +171,11 @@ func (n *Network) ListPorts(ctx context.Context, f PortFilter) ([]ports.Port, er
 	}
 	pages, err := ports.List(n.client, opts).AllPages(ctx)
 	if err != nil {
-		return nil, Classify(err, "list ports")
+		return nil, n.classify(err, "list ports")
 	}
 	list, err := ports.ExtractPorts(pages)
 	if err != nil {
-		return nil, Classify(err, "list ports")
+		return nil, n.classify(err, "list ports")
 	}
 	return list, nil
 }
@@ -154,7 +184,7 @@ func (n *Network) ListPorts(ctx context.Context, f PortFilter) ([]ports.Port, er
 func (n *Network) GetPort(ctx context.Context, id string) (*ports.Port, error) {
 	p, err := ports.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, Classify(err, fmt.Sprintf("read port %s", id))
+		return nil, n.classify(err, fmt.Sprintf("read port %s", id))
 	}
 	return p, nil
 }
@@ -233,7 +263,7 @@ func (n *Network) CreateVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.P
 	}
 	p, err := ports.Create(ctx, n.client, opts).Extract()
 	if err != nil {
-		return nil, Classify(err, "create the VIP port")
+		return nil, n.classify(err, "create the VIP port")
 	}
 	return p, nil
 }
@@ -266,7 +296,7 @@ func PortAddress(p *ports.Port, subnetID string) string {
 func (n *Network) DeletePort(ctx context.Context, id string) error {
 	err := ports.Delete(ctx, n.client, id).ExtractErr()
 	if err != nil && !IsNotFound(err) {
-		return Classify(err, fmt.Sprintf("delete port %s", id))
+		return n.classify(err, fmt.Sprintf("delete port %s", id))
 	}
 	return nil
 }
@@ -274,7 +304,7 @@ func (n *Network) DeletePort(ctx context.Context, id string) error {
 // ReplacePortTags sets the tags of a port.
 func (n *Network) ReplacePortTags(ctx context.Context, id string, tags []string) error {
 	_, err := attributestags.ReplaceAll(ctx, n.client, "ports", id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
-	return Classify(err, fmt.Sprintf("tag port %s", id))
+	return n.classify(err, fmt.Sprintf("tag port %s", id))
 }
 
 // FloatingIPSpec describes the floating IP of the VIP port.
@@ -298,7 +328,7 @@ func (n *Network) CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*f
 		Description:       spec.Description,
 	}).Extract()
 	if err != nil {
-		return nil, Classify(err, "create the floating IP")
+		return nil, n.classify(err, "create the floating IP")
 	}
 	return fip, nil
 }
@@ -307,11 +337,11 @@ func (n *Network) CreateFloatingIP(ctx context.Context, spec FloatingIPSpec) (*f
 func (n *Network) ListFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
 	pages, err := floatingips.List(n.client, opts).AllPages(ctx)
 	if err != nil {
-		return nil, Classify(err, "list floating IPs")
+		return nil, n.classify(err, "list floating IPs")
 	}
 	list, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil {
-		return nil, Classify(err, "list floating IPs")
+		return nil, n.classify(err, "list floating IPs")
 	}
 	return list, nil
 }
@@ -320,7 +350,7 @@ func (n *Network) ListFloatingIPs(ctx context.Context, opts floatingips.ListOpts
 func (n *Network) GetFloatingIP(ctx context.Context, id string) (*floatingips.FloatingIP, error) {
 	fip, err := floatingips.Get(ctx, n.client, id).Extract()
 	if err != nil {
-		return nil, Classify(err, fmt.Sprintf("read floating IP %s", id))
+		return nil, n.classify(err, fmt.Sprintf("read floating IP %s", id))
 	}
 	return fip, nil
 }
@@ -347,7 +377,7 @@ func (n *Network) FindFloatingIPByAddress(ctx context.Context, address string) (
 func (n *Network) AssociateFloatingIP(ctx context.Context, id, portID string) (*floatingips.FloatingIP, error) {
 	fip, err := floatingips.Update(ctx, n.client, id, floatingips.UpdateOpts{PortID: &portID}).Extract()
 	if err != nil {
-		return nil, Classify(err, fmt.Sprintf("associate floating IP %s", id))
+		return nil, n.classify(err, fmt.Sprintf("associate floating IP %s", id))
 	}
 	return fip, nil
 }
@@ -358,7 +388,7 @@ func (n *Network) DisassociateFloatingIP(ctx context.Context, id string) error {
 	// An empty string makes gophercloud send "port_id": null; a nil pointer sends nothing.
 	_, err := floatingips.Update(ctx, n.client, id, floatingips.UpdateOpts{PortID: new(string)}).Extract()
 	if err != nil && !IsNotFound(err) {
-		return Classify(err, fmt.Sprintf("disassociate floating IP %s", id))
+		return n.classify(err, fmt.Sprintf("disassociate floating IP %s", id))
 	}
 	return nil
 }
@@ -367,7 +397,7 @@ func (n *Network) DisassociateFloatingIP(ctx context.Context, id string) error {
 func (n *Network) DeleteFloatingIP(ctx context.Context, id string) error {
 	err := floatingips.Delete(ctx, n.client, id).ExtractErr()
 	if err != nil && !IsNotFound(err) {
-		return Classify(err, fmt.Sprintf("delete floating IP %s", id))
+		return n.classify(err, fmt.Sprintf("delete floating IP %s", id))
 	}
 	return nil
 }
@@ -468,11 +498,11 @@ func (n *Network) updatePairs(ctx context.Context, port *ports.Port, mutate func
 			return true, nil
 		}
 		if !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || attempt+1 >= maxRevisionRetries {
-			return false, Classify(err, op)
+			return false, n.classify(err, op)
 		}
 		// Someone else changed the port in between: read it again and merge anew.
 		if current, err = ports.Get(ctx, n.client, port.ID).Extract(); err != nil {
-			return false, Classify(err, op)
+			return false, n.classify(err, op)
 		}
 	}
 }

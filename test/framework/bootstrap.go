@@ -140,6 +140,12 @@ func ensureSecret(ctx context.Context, c client.Client, opts BootstrapOptions) e
 }
 
 func ensureCluster(ctx context.Context, c client.Client, opts BootstrapOptions) error {
+	// gardenadm gives the Shoot a UID that stays for the life of the cluster (persisted on
+	// the first node, also across re-runs of init); the namespace's UID is that here.
+	namespace := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: Namespace}, namespace); err != nil {
+		return fmt.Errorf("reading namespace %s: %w", Namespace, err)
+	}
 	shoot, err := rawJSON(&gardencorev1beta1.Shoot{
 		TypeMeta:   metav1.TypeMeta{APIVersion: gardencorev1beta1.SchemeGroupVersion.String(), Kind: "Shoot"},
 		ObjectMeta: metav1.ObjectMeta{Name: opts.ShootName, Namespace: "garden"},
@@ -163,7 +169,7 @@ func ensureCluster(ctx context.Context, c client.Client, opts BootstrapOptions) 
 				}},
 			},
 		},
-		Status: gardencorev1beta1.ShootStatus{TechnicalID: Namespace},
+		Status: gardencorev1beta1.ShootStatus{TechnicalID: Namespace, UID: namespace.UID},
 	})
 	if err != nil {
 		return err

@@ -122,11 +122,11 @@ type ExposureStatus struct {
 	// so that a later change of the inputs it is derived from never orphans the resources.
 	// +optional
 	Identity string `json:"identity,omitempty"`
-	// Owner is the UID the exposure had when it first created OpenStack resources; the
-	// VIP port carries it as a tag and the floating IP in its description. It is recorded
-	// once and wins over the exposure's current UID, which changes when gardenadm moves the
-	// exposure from the bootstrap cluster into the shoot. Empty for exposures created
-	// before owners were recorded: their resources carry no owner.
+	// Owner is the UID the exposure had when it first created OpenStack resources, or the
+	// owner of the lost exposure of the same Shoot whose VIP port it took over; the VIP port
+	// carries it as a tag and the floating IP in its description. It is recorded once and
+	// wins over the exposure's current UID. Empty for exposures created before owners were
+	// recorded: their resources carry no owner.
 	// +optional
 	Owner string `json:"owner,omitempty"`
 	// Ingress is the front-door address first reported in status.ingress (the floating IP,
@@ -148,6 +148,10 @@ type ExposureStatus struct {
 	// FloatingIPAddress is the floating IP address.
 	// +optional
 	FloatingIPAddress string `json:"floatingIPAddress,omitempty"`
+	// FloatingNetworkID is the external network (floating pool) of the floating IP; the
+	// pool cannot change while the floating IP exists.
+	// +optional
+	FloatingNetworkID string `json:"floatingNetworkID,omitempty"`
 	// FloatingIPAdopted is true when the floating IP was pre-allocated by the user; it is
 	// then disassociated, not released, on deletion.
 	// +optional

@@ -137,6 +137,40 @@ func TestDriftPortRetaggedKeepsItsAddress(t *testing.T) {
 	}
 }
 
+// TestDriftFloatingIPDeletedAndAllocatedAgainByAnAdmin: the floating IP is deleted out of
+// band, and an admin allocates the same address again in the project with the exposure's
+// description, as the exposure's error asks (the project's member may not choose an
+// address under Neutron's default policy). The exposure takes that floating IP.
+func TestDriftFloatingIPDeletedAndAllocatedAgainByAnAdmin(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := adminNetwork(t, ctx, e)
+	exp, nodes, before, identity := frontDoor(t, ctx, e)
+	old, err := e.neutron.GetFloatingIP(ctx, before.FloatingIPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.neutron.DeleteFloatingIP(ctx, before.FloatingIPID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := floatingips.Create(ctx, admin.ServiceClient(), floatingips.CreateOpts{
+		FloatingNetworkID: old.FloatingNetworkID, FloatingIP: old.FloatingIP, ProjectID: e.os.ProjectID, Description: old.Description,
+	}).Extract()
+	if err != nil {
+		t.Fatalf("the admin allocating %s again: %v", old.FloatingIP, err)
+	}
+	t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), again.ID) })
+
+	after := repair(t, ctx, e, exp, nodes, before, identity)
+	if after.FloatingIPID != again.ID {
+		t.Errorf("floating IP %s recorded, want the one the admin allocated, %s", after.FloatingIPID, again.ID)
+	}
+}
+
+// TestPinningTheCurrentFloatingIPKeepsIt: setting floatingIP to the address the exposure
+// allocated makes it the user's: another address is refused, and the deletion of the
+// exposure leaves it allocated, disassociated.
 func TestPinningTheCurrentFloatingIPKeepsIt(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -173,6 +207,9 @@ func TestPinningTheCurrentFloatingIPKeepsIt(t *testing.T) {
 		patchConfig(t, ctx, e, exp, fmt.Sprintf(`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","floatingIP":%q}`, before.FloatingIPAddress))
 		waitFor(t, ctx, e, exp, "success", succeeded)
 	})
+
+	// Pinned, it is the user's: deleting the exposure only disassociates it.
+	deleteKeepsFloatingIP(t, ctx, e, exp, before.FloatingIPID)
 }
 
 func TestDeleteWithNeverWorkingCredentialsCompletes(t *testing.T) {
@@ -182,18 +219,45 @@ func TestDeleteWithNeverWorkingCredentialsCompletes(t *testing.T) {
 	startController(t, e)
 	identity := useIdentity(t, ctx, e)
 	secretName := passwordSecret(t, ctx, e, identity, "never-worked-Zq90")
+	deleteFailingExposure(t, ctx, e, identity, secretName)
+}
+
+// deleteFailingExposure creates an exposure with the credentials Secret, waits for its
+// lastError, deletes it and fails unless the deletion completes within 30 s. It returns
+// the exposure as last seen.
+func deleteFailingExposure(t *testing.T, ctx context.Context, e *sharedEnv, identity, secretName string) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
 	exp := newExposure(exposureOptions{name: identity, secretName: secretName})
 	if err := e.cp.Client.Create(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	t.Logf("lastError: %s", got.Status.LastError.Description)
 	if err := e.cp.Client.Delete(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
 	dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer dcancel()
 	if err := waitGone(dctx, e, exp); err != nil {
-		t.Fatalf("deletion with credentials that never worked and nothing recorded did not complete: %v", err)
+		t.Fatalf("deletion of an exposure that never created anything in OpenStack did not complete: %v", err)
+	}
+	return got
+}
+
+// TestDeleteWithUnreachableOpenStackCompletes: an exposure whose Keystone URL never
+// answered created nothing in OpenStack; its deletion completes, with an Event saying so.
+func TestDeleteWithUnreachableOpenStackCompletes(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	startController(t, e)
+	identity := useIdentity(t, ctx, e)
+	secretName := passwordSecret(t, ctx, e, identity, e.os.Password)
+	// A closed port: the connection is refused, which is transient ("will retry").
+	setSecretKeys(t, ctx, e, secretName, map[string]string{"authURL": "http://127.0.0.1:1/v3"})
+	got := deleteFailingExposure(t, ctx, e, identity, secretName)
+	if reasons := eventReasons(t, ctx, e, got); !slices.Contains(reasons, "DeletedWithoutOpenStackCleanup") {
+		t.Errorf("Events %v, want DeletedWithoutOpenStackCleanup", reasons)
 	}
 }
 

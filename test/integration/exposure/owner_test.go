@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -80,17 +82,7 @@ func TestSecondExposureRefused(t *testing.T) {
 		t.Errorf("providerStatus.owner %q, want the exposure's UID %s", got, first.UID)
 	}
 
-	second := newExposure(exposureOptions{name: id + "-second", nodes: nodes})
-	if err := e.cp.Client.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = e.cp.Client.Delete(ctx, second)
-		_ = waitGone(ctx, e, second)
-	})
-	refused := waitFor(t, ctx, e, second, "the refusal", failedReconcile)
+	second, refused := secondExposure(t, ctx, e, id, nodes)
 	le := refused.Status.LastError
 	t.Logf("lastError: %s %v", le.Description, le.Codes)
 	if !strings.Contains(le.Description, ns+"/"+first.Name) || !strings.Contains(le.Description, owner.portID) {
@@ -118,6 +110,23 @@ func TestSecondExposureRefused(t *testing.T) {
 	if got.Status.Ingress[0].IP != owner.fip {
 		t.Errorf("the owner's ingress %v after the refused exposure's deletion, want %s", got.Status.Ingress, owner.fip)
 	}
+}
+
+// secondExposure creates a second exposure of the cluster, deleted at the end, and waits
+// until it is refused.
+func secondExposure(t *testing.T, ctx context.Context, e *sharedEnv, id string, nodes []nodeFixture) (second, refused *extensionsv1alpha1.SelfHostedShootExposure) {
+	t.Helper()
+	second = newExposure(exposureOptions{name: id + "-second", nodes: nodes})
+	if err := e.cp.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = e.cp.Client.Delete(ctx, second)
+		_ = waitGone(ctx, e, second)
+	})
+	return second, waitFor(t, ctx, e, second, "the refusal", failedReconcile)
 }
 
 // TestTwoClustersWithTheSameShootNameDoNotCollide: two clusters (two kube-apiservers, each
@@ -186,4 +195,109 @@ func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
 	if got.Status.Ingress[0].IP != door2.fip {
 		t.Errorf("cluster 2's ingress %v, want %s", got.Status.Ingress, door2.fip)
 	}
+}
+
+// TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,
+// deleted) and created again, as gardenadm init does, with a new UID and no status. The
+// new object takes over the same port, floating IP and addresses; no second front door is
+// created. A second live exposure of the cluster is still refused and touches nothing, and
+// deleting the re-created object leaves nothing behind.
+func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+
+	first := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, first, id)
+	var door frontDoorOf
+	t.Run("init", func(st *testing.T) {
+		// This controller stops with the subtest, before the object is lost.
+		startController(st, e)
+		first = waitFor(st, ctx, e, first, "the first exposure", succeeded)
+		door = readFrontDoor(st, ctx, e, first)
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Lost: the finalizer is removed and the object deleted, its status with it.
+	lost := first.DeepCopy()
+	patch := client.MergeFrom(lost.DeepCopy())
+	lost.Finalizers = nil
+	if err := e.cp.Client.Patch(ctx, lost, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cp.Client.Delete(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitGone(ctx, e, lost); err != nil {
+		t.Fatal(err)
+	}
+
+	startController(t, e)
+	again := newExposure(exposureOptions{name: id, nodes: nodes})
+	if err := e.cp.Client.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	again = waitFor(t, ctx, e, again, "the re-created exposure", succeeded)
+	if again.UID == first.UID {
+		t.Fatalf("the re-created exposure has the old UID %s", again.UID)
+	}
+	if again.Status.Ingress[0].IP != door.fip {
+		t.Errorf("the re-created exposure publishes %v, want the same front door %s", again.Status.Ingress, door.fip)
+	}
+	st := providerStatus(t, again)
+	if st.PortID != door.portID || st.VIPAddress != door.vip || st.FloatingIPID != door.fipID {
+		t.Errorf("the re-created exposure recorded port %s VIP %s floating IP %s, want %s %s %s", st.PortID, st.VIPAddress, st.FloatingIPID, door.portID, door.vip, door.fipID)
+	}
+	if tagged := taggedPorts(t, ctx, e, id); len(tagged) != 1 {
+		t.Errorf("Neutron has %d VIP ports of the cluster, want 1", len(tagged))
+	}
+	if fips := clusterFloatingIPs(t, ctx, e, id); len(fips) != 1 {
+		t.Errorf("Neutron has %d floating IPs of the cluster (%v), want 1", len(fips), fips)
+	}
+	checkFrontDoorIntact(t, ctx, e, door, "after the re-creation")
+
+	// The other side: a second live exposure of the cluster is still refused.
+	second, refused := secondExposure(t, ctx, e, id, nodes)
+	t.Logf("lastError: %s", refused.Status.LastError.Description)
+	if !strings.Contains(refused.Status.LastError.Description, ns+"/"+again.Name) {
+		t.Errorf("lastError %q does not name the live exposure %s/%s", refused.Status.LastError.Description, ns, again.Name)
+	}
+	if st := providerStatus(t, refused); st.PortID != "" || st.FloatingIPID != "" || len(refused.Status.Ingress) > 0 {
+		t.Errorf("the refused exposure recorded port %q, floating IP %q, ingress %v", st.PortID, st.FloatingIPID, refused.Status.Ingress)
+	}
+	deleteAndWait(t, ctx, e, second)
+	checkFrontDoorIntact(t, ctx, e, door, "after deleting the refused exposure")
+
+	// Destroy: nothing of the front door is left.
+	deleteAndWait(t, ctx, e, again)
+	if left := taggedPorts(t, ctx, e, id); len(left) > 0 {
+		t.Errorf("after the deletion Neutron still has %d VIP ports of the cluster", len(left))
+	}
+	if fips := clusterFloatingIPs(t, ctx, e, id); len(fips) > 0 {
+		t.Errorf("after the deletion Neutron still has the floating IPs %v of the cluster", fips)
+	}
+	if hasVIPPair(t, ctx, e, nodes[0].port, door.vip) {
+		t.Errorf("after the deletion node port %s still carries the VIP %s", nodes[0].port, door.vip)
+	}
+}
+
+// clusterFloatingIPs returns the addresses of the floating IPs whose description names the
+// cluster's identity.
+func clusterFloatingIPs(t *testing.T, ctx context.Context, e *sharedEnv, identity string) []string {
+	t.Helper()
+	all, err := e.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range all {
+		if strings.Contains(f.Description, "cluster "+identity+",") || strings.Contains(f.Description, "cluster "+identity+" ") {
+			out = append(out, f.FloatingIP)
+		}
+	}
+	return out
 }

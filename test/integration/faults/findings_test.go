@@ -355,3 +355,39 @@ func TestM1LateCommittedPortCreate(t *testing.T) {
 	(&observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}).poll(ctx, "the exposure to succeed after reading the ports back", succeeded)
 	assertExact(t, ctx, e, identity, 3)
 }
+
+// TestPinnedVIPLateCommittedCreate: with a pinned vipAddress, the VIP port create is held
+// until the client gave up and its retry listed the ports; it then commits and the retry's
+// create finds the address taken (IpAddressAlreadyAllocated). That is the exposure's own
+// port, not a configuration problem (which would fail gardenadm init): the exposure
+// converges on the pinned address without a non-retryable error.
+func TestPinnedVIPLateCommittedCreate(t *testing.T) {
+	e, ctx := begin(t, true)
+	vip := ""
+	for b := 30; b < 90 && vip == ""; b++ {
+		candidate := fmt.Sprintf("198.18.0.%d", b)
+		if list, err := e.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: e.os.NetworkID, FixedIPs: []string{candidate}}); err == nil && len(list) == 0 {
+			vip = candidate
+		}
+	}
+	if vip == "" {
+		t.Fatal("no free address in the node subnet")
+	}
+	time.Sleep(300 * time.Millisecond)
+	e.proxy.Arm(&faults.Fault{Kind: faults.LateCommit, Index: 0})
+	t.Cleanup(func() { e.proxy.Arm(nil) })
+	exp, identity := createExposure(t, ctx, e, func(x *extensionsv1alpha1.SelfHostedShootExposure) {
+		x.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":%q}`, vip)}
+	}, false)
+	o := &observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}
+	o.poll(ctx, "the exposure to succeed", succeeded)
+	if len(o.seen) > 0 {
+		t.Errorf("non-retryable errors on the way: %v", o.seen)
+	}
+	late := slices.ContainsFunc(e.proxy.Calls(), func(c faults.Call) bool { return c.Fault == faults.LateCommit && c.Upstream != 0 })
+	t.Logf("the held create reached Neutron: %v", late)
+	if st := providerStatus(t, ctx, e, exp); st.VIPAddress != vip {
+		t.Errorf("VIP %s, want the pinned %s", st.VIPAddress, vip)
+	}
+	assertExact(t, ctx, e, identity, 3)
+}

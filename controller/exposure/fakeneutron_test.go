@@ -1,0 +1,285 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+)
+
+// fakeNeutron is an in-memory Neutron with the semantics the rules depend on: IDs, fixed
+// IPs that only one port holds, floating IPs with a description and a port, filters of
+// the list calls. Its errors are classified as Neutron's are.
+type fakeNeutron struct {
+	mu     sync.Mutex
+	n      int
+	ports  map[string]*ports.Port
+	fips   map[string]*floatingips.FloatingIP
+	writes []string
+}
+
+var _ neutron = (*fakeNeutron)(nil)
+
+func newFakeNeutron() *fakeNeutron {
+	return &fakeNeutron{ports: map[string]*ports.Port{}, fips: map[string]*floatingips.FloatingIP{}}
+}
+
+func neutronError(status int, typ, op string) error {
+	body := fmt.Sprintf(`{"NeutronError":{"type":%q,"message":"fake %s"}}`, typ, typ)
+	return openstack.Classify(gophercloud.ErrUnexpectedResponseCode{Actual: status, Body: []byte(body)}, op)
+}
+
+func (f *fakeNeutron) wrote(format string, args ...any) {
+	f.writes = append(f.writes, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeNeutron) writeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.writes)
+}
+
+func (f *fakeNeutron) GetNetwork(_ context.Context, id string) (*networks.Network, error) {
+	return &networks.Network{ID: id}, nil
+}
+
+func (f *fakeNeutron) GetSubnet(_ context.Context, id string) (*subnets.Subnet, error) {
+	return &subnets.Subnet{ID: id, NetworkID: "net", CIDR: "198.18.0.0/24"}, nil
+}
+
+func (f *fakeNeutron) FindExternalNetworkByName(context.Context, string) (string, error) {
+	return "ext", nil
+}
+
+func (f *fakeNeutron) ListPorts(_ context.Context, filter openstack.PortFilter) ([]ports.Port, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []ports.Port
+	for _, p := range f.ports {
+		switch {
+		case filter.Name != "" && p.Name != filter.Name,
+			filter.NetworkID != "" && p.NetworkID != filter.NetworkID,
+			!openstack.HasAllTags(p.Tags, filter.Tags),
+			len(filter.FixedIPs) > 0 && !slices.ContainsFunc(filter.FixedIPs, func(ip string) bool { return hasFixedIP(p, ip) }):
+			continue
+		}
+		out = append(out, *copyPort(p))
+	}
+	slices.SortFunc(out, func(a, b ports.Port) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+func copyPort(p *ports.Port) *ports.Port {
+	c := *p
+	c.Tags = slices.Clone(p.Tags)
+	c.FixedIPs = slices.Clone(p.FixedIPs)
+	c.AllowedAddressPairs = slices.Clone(p.AllowedAddressPairs)
+	return &c
+}
+
+func (f *fakeNeutron) GetPort(_ context.Context, id string) (*ports.Port, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.ports[id]; ok {
+		return copyPort(p), nil
+	}
+	return nil, neutronError(404, "PortNotFound", "read port "+id)
+}
+
+// addPort puts a port into the fake as someone (a user, another cluster) made it.
+func (f *fakeNeutron) addPort(p ports.Port) *ports.Port {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if p.ID == "" {
+		p.ID = fmt.Sprintf("port-%d", f.n)
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Unix(int64(1000+f.n), 0)
+	}
+	f.ports[p.ID] = &p
+	return copyPort(&p)
+}
+
+func (f *fakeNeutron) CreateVIPPort(_ context.Context, spec openstack.VIPPortSpec) (*ports.Port, error) {
+	f.mu.Lock()
+	address := spec.IPAddress
+	if address == "" {
+		address = fmt.Sprintf("198.18.0.%d", 100+f.n)
+	}
+	for _, p := range f.ports {
+		if hasFixedIP(p, address) {
+			f.mu.Unlock()
+			return nil, neutronError(409, "IpAddressAlreadyAllocated", "create the VIP port")
+		}
+	}
+	f.wrote("create port %s", address)
+	f.mu.Unlock()
+	return f.addPort(ports.Port{Name: spec.Name, Description: spec.Description, NetworkID: spec.NetworkID,
+		FixedIPs: []ports.IP{{SubnetID: spec.SubnetID, IPAddress: address}}, Tags: slices.Clone(spec.Tags)}), nil
+}
+
+func (f *fakeNeutron) DeletePort(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.wrote("delete port %s", id)
+	delete(f.ports, id)
+	return nil
+}
+
+func (f *fakeNeutron) ReplacePortTags(_ context.Context, id string, tags []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.ports[id]
+	if !ok {
+		return neutronError(404, "PortNotFound", "tag port "+id)
+	}
+	f.wrote("tag port %s", id)
+	p.Tags = slices.Clone(tags)
+	return nil
+}
+
+func (f *fakeNeutron) updatePairs(port *ports.Port, pairs []ports.AddressPair, op string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.ports[port.ID]
+	if !ok {
+		return false, neutronError(404, "PortNotFound", op)
+	}
+	f.wrote("%s %s", op, port.ID)
+	p.AllowedAddressPairs = pairs
+	*port = *copyPort(p)
+	return true, nil
+}
+
+func (f *fakeNeutron) EnsurePair(_ context.Context, port *ports.Port, ip string) (bool, error) {
+	pairs, changed := openstack.MergePair(port.AllowedAddressPairs, ip)
+	if !changed {
+		return false, nil
+	}
+	return f.updatePairs(port, pairs, "add pair")
+}
+
+func (f *fakeNeutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip string) (bool, error) {
+	pairs := slices.DeleteFunc(slices.Clone(port.AllowedAddressPairs), func(p ports.AddressPair) bool { return p.IPAddress == ip })
+	return f.updatePairs(port, pairs, "remove pair")
+}
+
+// addFloatingIP puts a floating IP into the fake as someone (a user, an admin) allocated it.
+func (f *fakeNeutron) addFloatingIP(fip floatingips.FloatingIP) *floatingips.FloatingIP {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if fip.ID == "" {
+		fip.ID = fmt.Sprintf("fip-%d", f.n)
+	}
+	if fip.FloatingIP == "" {
+		fip.FloatingIP = fmt.Sprintf("198.19.0.%d", f.n)
+	}
+	if fip.FloatingNetworkID == "" {
+		fip.FloatingNetworkID = "ext"
+	}
+	f.fips[fip.ID] = &fip
+	c := fip
+	return &c
+}
+
+func (f *fakeNeutron) CreateFloatingIP(_ context.Context, spec openstack.FloatingIPSpec) (*floatingips.FloatingIP, error) {
+	f.mu.Lock()
+	for _, x := range f.fips {
+		if spec.Address != "" && x.FloatingIP == spec.Address {
+			f.mu.Unlock()
+			return nil, neutronError(409, "FloatingIPAddressAlreadyAllocated", "create the floating IP")
+		}
+	}
+	f.wrote("create floating IP %s", spec.Address)
+	f.mu.Unlock()
+	return f.addFloatingIP(floatingips.FloatingIP{FloatingNetworkID: spec.FloatingNetworkID, PortID: spec.PortID, FixedIP: spec.FixedIP,
+		Description: spec.Description, FloatingIP: spec.Address}), nil
+}
+
+func (f *fakeNeutron) ListFloatingIPs(_ context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []floatingips.FloatingIP
+	for _, x := range f.fips {
+		switch {
+		case opts.Description != "" && x.Description != opts.Description,
+			opts.PortID != "" && x.PortID != opts.PortID,
+			opts.FloatingIP != "" && x.FloatingIP != opts.FloatingIP:
+			continue
+		}
+		out = append(out, *x)
+	}
+	slices.SortFunc(out, func(a, b floatingips.FloatingIP) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func (f *fakeNeutron) GetFloatingIP(_ context.Context, id string) (*floatingips.FloatingIP, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x, ok := f.fips[id]; ok {
+		c := *x
+		return &c, nil
+	}
+	return nil, neutronError(404, "FloatingIPNotFound", "read floating IP "+id)
+}
+
+func (f *fakeNeutron) FloatingIPsOfPort(ctx context.Context, portID string) ([]floatingips.FloatingIP, error) {
+	return f.ListFloatingIPs(ctx, floatingips.ListOpts{PortID: portID})
+}
+
+func (f *fakeNeutron) FindFloatingIPByAddress(ctx context.Context, address string) (*floatingips.FloatingIP, error) {
+	list, _ := f.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: address})
+	if len(list) == 0 {
+		return nil, openstack.NewConfigurationError(fmt.Errorf("floating IP %s is not allocated in the project", address))
+	}
+	return &list[0], nil
+}
+
+func (f *fakeNeutron) setFloatingIPPort(id, portID, op string) (*floatingips.FloatingIP, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x, ok := f.fips[id]
+	if !ok {
+		return nil, neutronError(404, "FloatingIPNotFound", op)
+	}
+	f.wrote("%s %s", op, id)
+	x.PortID = portID
+	c := *x
+	return &c, nil
+}
+
+func (f *fakeNeutron) AssociateFloatingIP(_ context.Context, id, portID string) (*floatingips.FloatingIP, error) {
+	return f.setFloatingIPPort(id, portID, "associate floating IP")
+}
+
+func (f *fakeNeutron) DisassociateFloatingIP(_ context.Context, id string) error {
+	_, err := f.setFloatingIPPort(id, "", "disassociate floating IP")
+	if openstack.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (f *fakeNeutron) DeleteFloatingIP(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.wrote("delete floating IP %s", id)
+	delete(f.fips, id)
+	return nil
+}

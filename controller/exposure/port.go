@@ -1,0 +1,224 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+)
+
+// This file holds the VIP port of the flow in actuator.go; whose a port is, is decided in
+// policy.go.
+
+func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortSpec {
+	address := in.config.VIPAddress
+	if status.VIPAddress != "" {
+		// Once there is a VIP, a lost port comes back with the same address.
+		address = status.VIPAddress
+	}
+	return openstack.VIPPortSpec{
+		Name:        vipPortName(in.identity),
+		Description: in.mark.description(),
+		NetworkID:   in.config.NetworkID,
+		SubnetID:    in.config.SubnetID,
+		IPAddress:   address,
+		Tags:        in.mark.portTags(),
+	}
+}
+
+// ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
+// found by name and tags (or the port of a lost exposure of this cluster, see
+// claimFrontDoor), else a new one. A port lost out of band comes back with the recorded
+// VIP, so the address never changes. Surplus ports of the cluster (a create whose
+// response was lost and that committed after the retry had listed the ports) are deleted.
+func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network neutron, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
+	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(in.identity)})
+	if err != nil {
+		return nil, false, err
+	}
+	port, err := a.recordedPort(ctx, log, network, named, status)
+	if err != nil {
+		return nil, false, err
+	}
+	if port == nil && status.PortID == "" {
+		if err := a.claimFrontDoor(ctx, log, in, in.uid, named); err != nil {
+			return nil, false, err
+		}
+	}
+	status.Identity, status.Owner = in.identity, in.mark.owner
+	if in.recordFirst != nil {
+		// Before the first write to Neutron: a deletion then knows whether anything can exist.
+		if err := in.recordFirst(status); err != nil {
+			return nil, false, err
+		}
+		in.recordFirst = nil
+	}
+	spec := vipPortSpec(in, status)
+	find := spec
+	find.Tags = in.mark.tags()
+	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, find), func(p ports.Port) bool {
+		owner := in.mark.foreignOwner(&p)
+		return owner != "" && owner != string(in.uid)
+	})
+	if port == nil && len(candidates) > 0 {
+		port = pickVIPPort(candidates, status.VIPAddress)
+		if err := openstack.CheckVIPPort(port, spec); err != nil {
+			return nil, false, err
+		}
+	}
+	created := false
+	if port == nil {
+		if port, err = a.createPort(ctx, log, network, in, spec, status); err != nil {
+			return nil, false, err
+		}
+		created = true
+	}
+	// Recorded before anything else, so that a later failure does not lose the port. The
+	// recorded VIP is never replaced: checkImmutable and checkRecordedPort keep the port on it.
+	status.PortID = port.ID
+	if status.VIPAddress == "" {
+		status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+	}
+
+	if err := a.deleteSurplusPorts(ctx, log, network, candidates, port.ID); err != nil {
+		return nil, false, err
+	}
+	return port, created, a.ensurePortTags(ctx, log, network, in, port)
+}
+
+// createPort creates the VIP port.
+func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+	port, err := network.CreateVIPPort(ctx, spec)
+	if err != nil {
+		return nil, a.explainTakenAddress(ctx, network, in, spec, status, err)
+	}
+	log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, spec.SubnetID))
+	if status.PortID != "" {
+		in.record(eventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, spec.SubnetID))
+	} else {
+		in.record(eventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, spec.SubnetID))
+	}
+	return port, nil
+}
+
+// explainTakenAddress tells what a create refused for a taken fixed VIP means. A port of
+// this exposure holding it is its own create that committed after the ports were listed
+// (a lost response): transient, the retry finds it by name. A recorded VIP that another
+// port holds now cannot come back: the operator must free it. Otherwise the configured
+// vipAddress is someone else's.
+func (a *Actuator) explainTakenAddress(ctx context.Context, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
+	if spec.IPAddress == "" || !openstack.IsAddressTaken(err) {
+		return err
+	}
+	holders, listErr := network.ListPorts(ctx, openstack.PortFilter{NetworkID: spec.NetworkID, FixedIPs: []string{spec.IPAddress}})
+	if listErr != nil || len(holders) == 0 {
+		return errors.Join(err, listErr)
+	}
+	holder := &holders[0]
+	if holder.Name == spec.Name && holder.DeviceOwner == "" && in.mark.foreignOwner(holder) == "" {
+		return &openstack.Error{Op: "create the VIP port", Transient: true,
+			Message: fmt.Sprintf("port %s with the VIP %s was created by an earlier attempt whose response was lost", holder.ID, spec.IPAddress),
+			Hint:    "will pick it up on the retry"}
+	}
+	if status.VIPAddress != "" {
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s is gone and its VIP %s now belongs to port %s (%s, device owner %q): the front door cannot move to another address; free %s in Neutron (delete or re-address port %s) and the VIP port is created again on it",
+			status.PortID, spec.IPAddress, holder.ID, holder.Name, holder.DeviceOwner, spec.IPAddress, holder.ID), gardencorev1beta1.ErrorInfraDependencies)
+	}
+	return configError("vipAddress %s is already used by port %s (%s, device owner %q): choose a free vipAddress in the provider config",
+		spec.IPAddress, holder.ID, holder.Name, holder.DeviceOwner)
+}
+
+// recordedPort returns the port recorded in the status (from the list, else read by ID),
+// nil when there is none or it is gone.
+func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network neutron, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+	if status.PortID == "" {
+		return nil, nil
+	}
+	var port *ports.Port
+	if i := slices.IndexFunc(named, func(p ports.Port) bool { return p.ID == status.PortID }); i >= 0 {
+		port = &named[i]
+	} else {
+		p, err := network.GetPort(ctx, status.PortID) // renamed out of band
+		switch {
+		case openstack.IsNotFound(err):
+			log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		port = p
+	}
+	return port, checkRecordedPort(port, status)
+}
+
+// pickVIPPort chooses among the cluster's ports when none is recorded: the one holding the
+// recorded VIP, else the oldest.
+func pickVIPPort(candidates []ports.Port, vip string) *ports.Port {
+	best := &candidates[0]
+	for i := range candidates {
+		p := &candidates[i]
+		if vip != "" && hasFixedIP(p, vip) {
+			return p
+		}
+		if p.CreatedAt.Before(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best
+}
+
+// deleteSurplusPorts deletes the cluster's ports other than keep that carry no floating IP;
+// one with a floating IP is left for an operator, named in the error.
+func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, network neutron, candidates []ports.Port, keep string) error {
+	var errs []error
+	for _, p := range candidates {
+		if p.ID == keep {
+			continue
+		}
+		fips, err := network.FloatingIPsOfPort(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		if len(fips) > 0 {
+			errs = append(errs, v1beta1helper.NewErrorWithCodes(fmt.Errorf("port %s is a second VIP port of this cluster and carries floating IP %s; the live VIP port is %s: delete port %s after checking it",
+				p.ID, fips[0].FloatingIP, keep, p.ID), gardencorev1beta1.ErrorInfraDependencies))
+			continue
+		}
+		log.Info("Deleting a surplus VIP port of the cluster (a create that committed late)", "port", p.ID, "keep", keep)
+		if err := network.DeletePort(ctx, p.ID); err != nil && !openstack.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensurePortTags puts the cluster's tags on the port. Neutron without the
+// tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
+// tags may have been edited out of band.
+func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network neutron, in *inputs, port *ports.Port) error {
+	if openstack.HasAllTags(port.Tags, in.mark.portTags()) && in.mark.foreignOwner(port) == "" {
+		return nil
+	}
+	tags := in.mark.withTags(port.Tags)
+	if len(port.Tags) > 0 {
+		log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
+	}
+	if err := network.ReplacePortTags(ctx, port.ID, tags); err != nil {
+		return err
+	}
+	port.Tags = tags
+	return nil
+}
