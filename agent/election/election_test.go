@@ -486,7 +486,7 @@ func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneIsDead(t *testing.T) {
 			Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
 		}
 		if withFallback {
-			cfg.Fallbacks = []LeaseClient{&downLeases{fakeLeases: h.leases, down: true}, h.leases}
+			cfg.Fallbacks = func() []LeaseClient { return []LeaseClient{&downLeases{fakeLeases: h.leases, down: true}, h.leases} }
 		}
 		a, err := New(cfg)
 		if err != nil {
