@@ -26,6 +26,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
+	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
@@ -103,10 +104,11 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return err
 	}
 	leases = &reportingLeases{LeaseClient: leases, signals: monitor}
-	fallbacks, err := peerLeaseClients(cfg, restConfig)
+	peerSource, err := peers.New(restConfig, peers.Options{Static: cfg.PeerAPIServerURLs, Log: log.WithName("peers")})
 	if err != nil {
 		return err
 	}
+	fallbacks := newPeerLeases(cfg, restConfig, peerSource.URLs, log)
 	var leading atomic.Bool
 	etcdLeader, err := newEtcdLeader(cfg, m, clk, log, leading.Load)
 	if err != nil {
@@ -123,7 +125,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		}
 	}
 	elector, err = election.New(election.Config{
-		Leases: leases, Fallbacks: fallbacks, Name: cfg.LeaseName, Identity: cfg.NodeName,
+		Leases: leases, Fallbacks: fallbacks.clients, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings: cfg.timings(),
 		// A keeper that could not put the VIP on for failureGrace makes the node give the
 		// lead up, so that a peer serves.
@@ -186,6 +188,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		}
 	})
 	wg.Go(func() { monitor.Run(runCtx) })
+	wg.Go(func() { peerSource.Run(runCtx) })
 	if etcdLeader != nil {
 		wg.Go(func() { etcdLeader.Run(runCtx) })
 	}
@@ -293,26 +296,48 @@ func restConfigFor(cfg Config) (*rest.Config, error) {
 // peerTimeout bounds one request through another node's kube-apiserver.
 const peerTimeout = 200 * time.Millisecond
 
-// peerLeaseClients returns Lease clients through the other control-plane nodes'
-// kube-apiservers: the local configuration with another host, the TLS name of the local
-// one where the configuration names none (the serving certificates all carry the
-// kubernetes Service's names).
-func peerLeaseClients(cfg Config, local *rest.Config) ([]election.LeaseClient, error) {
+// peerLeases builds Lease clients through the other control-plane nodes' kube-apiservers,
+// for the URLs that are current at the release: the local configuration with another host,
+// the TLS name of the local one where the configuration names none (the serving
+// certificates all carry the kubernetes Service's names). Clients are kept per URL.
+type peerLeases struct {
+	cfg   Config
+	local *rest.Config
+	urls  func() []string
+	log   logr.Logger
+
+	mu    sync.Mutex
+	byURL map[string]election.LeaseClient
+}
+
+func newPeerLeases(cfg Config, local *rest.Config, urls func() []string, log logr.Logger) *peerLeases {
+	return &peerLeases{cfg: cfg, local: local, urls: urls, log: log, byURL: map[string]election.LeaseClient{}}
+}
+
+// clients returns a Lease client per current URL (election.Config.Fallbacks).
+func (p *peerLeases) clients() []election.LeaseClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var out []election.LeaseClient
-	for _, peer := range cfg.PeerAPIServerURLs {
-		rc := rest.CopyConfig(local)
-		rc.Host = peer
-		if rc.ServerName == "" {
-			rc.ServerName = cfg.APIServerServerName
-		}
-		rc.Timeout = peerTimeout
-		c, err := election.NewLeaseClient(rc, cfg.LeaseNamespace)
-		if err != nil {
-			return nil, fmt.Errorf("the Lease client through %s: %w", peer, err)
+	for _, peer := range p.urls() {
+		c, ok := p.byURL[peer]
+		if !ok {
+			rc := rest.CopyConfig(p.local)
+			rc.Host = peer
+			if rc.ServerName == "" {
+				rc.ServerName = p.cfg.APIServerServerName
+			}
+			rc.Timeout = peerTimeout
+			var err error
+			if c, err = election.NewLeaseClient(rc, p.cfg.LeaseNamespace); err != nil {
+				p.log.Error(err, "Building the Lease client through another kube-apiserver", "url", peer)
+				continue
+			}
+			p.byURL[peer] = c
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out
 }
 
 func readyzURL(host string) string {

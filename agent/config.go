@@ -40,9 +40,10 @@ type Config struct {
 	APIServerURL string
 	// APIServerServerName is the TLS server name used for it.
 	APIServerServerName string
-	// PeerAPIServerURLs are the other control-plane nodes' kube-apiservers (same CA, same
-	// credentials, APIServerServerName as the TLS name). A leader whose local
-	// kube-apiserver died releases the Lease through one of them.
+	// PeerAPIServerURLs are kube-apiservers to try besides those the agent finds at run time
+	// in the `kubernetes` EndpointSlice (same CA, same credentials, APIServerServerName as
+	// the TLS name). A leader whose local kube-apiserver died releases the Lease through
+	// one of them.
 	PeerAPIServerURLs []string
 	// Kubeconfig, when set, replaces the service-account token and CA.
 	Kubeconfig string

@@ -91,8 +91,9 @@ type Config struct {
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
-	// takes over at once instead of after the lease duration. Optional.
-	Fallbacks []LeaseClient
+	// takes over at once instead of after the lease duration. It is called at the release,
+	// so that the list can follow the control plane's nodes. Optional.
+	Fallbacks func() []LeaseClient
 	// Callbacks receive the leadership changes.
 	Callbacks Callbacks
 	// Clock is the clock; nil means the real one.
@@ -923,18 +924,22 @@ func (e *Elector) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	var fallbacks []LeaseClient
+	if e.cfg.Fallbacks != nil {
+		fallbacks = e.cfg.Fallbacks()
+	}
 	local, cancelLocal := ctx, context.CancelFunc(func() {})
-	if len(e.cfg.Fallbacks) > 0 {
+	if len(fallbacks) > 0 {
 		// A local kube-apiserver that hangs (its etcd is gone) must leave the others time.
 		local, cancelLocal = context.WithTimeout(ctx, localReleaseTimeout)
 	}
 	err := e.releaseVia(local, e.cfg.Leases)
 	cancelLocal()
 	via := "the local kube-apiserver"
-	for i := 0; err != nil && !errors.Is(err, errNotHolder) && !apierrors.IsConflict(err) && i < len(e.cfg.Fallbacks) && ctx.Err() == nil; i++ {
+	for i := 0; err != nil && !errors.Is(err, errNotHolder) && !apierrors.IsConflict(err) && i < len(fallbacks) && ctx.Err() == nil; i++ {
 		e.log.V(1).Info("Releasing the Lease failed; trying another kube-apiserver", "error", err.Error())
-		err = e.releaseVia(ctx, e.cfg.Fallbacks[i])
-		via = fmt.Sprintf("kube-apiserver %d of %d", i+1, len(e.cfg.Fallbacks))
+		err = e.releaseVia(ctx, fallbacks[i])
+		via = fmt.Sprintf("kube-apiserver %d of %d", i+1, len(fallbacks))
 	}
 	switch {
 	case err == nil:

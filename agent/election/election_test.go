@@ -509,7 +509,7 @@ func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneIsDead(t *testing.T) {
 			Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
 		}
 		if withFallback {
-			cfg.Fallbacks = []LeaseClient{&downLeases{fakeLeases: h.leases, down: true}, h.leases}
+			cfg.Fallbacks = func() []LeaseClient { return []LeaseClient{&downLeases{fakeLeases: h.leases, down: true}, h.leases} }
 		}
 		a, err := New(cfg)
 		if err != nil {
@@ -557,7 +557,7 @@ func TestReleaseGoesThroughAnotherAPIServerWhenTheLocalOneHangs(t *testing.T) {
 	tm := timing.Defaults()
 	local := &downLeases{fakeLeases: h.leases}
 	a, err := New(Config{
-		Leases: local, Fallbacks: []LeaseClient{h.leases}, Name: "kube-vip-agent", Identity: "node-a", Timings: tm,
+		Leases: local, Fallbacks: func() []LeaseClient { return []LeaseClient{h.leases} }, Name: "kube-vip-agent", Identity: "node-a", Timings: tm,
 		Clock: h.clock, Log: logr.Discard(), Callbacks: Callbacks{OnStoppedLeading: func(string) bool { return true }},
 	})
 	if err != nil {

@@ -90,7 +90,7 @@ func bindFlags(fs *pflag.FlagSet, cfg *agent.Config, logLevel *string, showVersi
 	fs.DurationVar(&cfg.ARPInterval, "arp-interval", cfg.ARPInterval, "Gratuitous ARP refresh interval after the takeover burst.")
 	fs.StringVar(&cfg.APIServerURL, "apiserver-url", cfg.APIServerURL, "URL of this node's local kube-apiserver.")
 	fs.StringVar(&cfg.APIServerServerName, "apiserver-server-name", cfg.APIServerServerName, "TLS server name for the local kube-apiserver.")
-	fs.StringSliceVar(&cfg.PeerAPIServerURLs, "peer-apiserver-urls", cfg.PeerAPIServerURLs, "The other control-plane nodes' kube-apiservers (comma-separated https URLs; same CA and credentials, --apiserver-server-name as the TLS name). A leader whose local kube-apiserver died releases the Lease through one of them, so that a follower takes over at once.")
+	fs.StringSliceVar(&cfg.PeerAPIServerURLs, "peer-apiserver-urls", cfg.PeerAPIServerURLs, "Kube-apiservers to try besides the other control-plane nodes' that the agent reads from the kubernetes EndpointSlice in default (comma-separated https URLs; same CA and credentials, --apiserver-server-name as the TLS name). A leader whose local kube-apiserver died releases the Lease through one of them, so that a follower takes over at once.")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", cfg.Kubeconfig, "Kubeconfig to use instead of the service-account token and CA (tests).")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "Service-account token file.")
 	fs.StringVar(&cfg.CAFile, "ca-file", cfg.CAFile, "CA bundle of the kube-apiserver.")

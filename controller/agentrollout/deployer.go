@@ -92,18 +92,24 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		}
 	}
 	names := spec.names()
-	objects := []struct {
-		kind string
-		obj  runtime.ApplyConfiguration
-	}{
-		{"ServiceAccount", names.serviceAccount(spec.Namespace)},
-		{"Role", names.role(spec.Namespace)},
-		{"RoleBinding", names.roleBinding(spec.Namespace)},
-		{"DaemonSet", spec.daemonSet()},
+	type object struct {
+		kind, namespace string
+		obj             runtime.ApplyConfiguration
 	}
+	objects := []object{
+		{"ServiceAccount", spec.Namespace, names.serviceAccount(spec.Namespace)},
+		{"Role", spec.Namespace, names.role(spec.Namespace)},
+		{"RoleBinding", spec.Namespace, names.roleBinding(spec.Namespace)},
+	}
+	if names.readsPeers {
+		objects = append(objects,
+			object{"Role", PeerNamespace, names.peerRole()},
+			object{"RoleBinding", PeerNamespace, names.peerRoleBinding(spec.Namespace)})
+	}
+	objects = append(objects, object{"DaemonSet", spec.Namespace, spec.daemonSet()})
 	for _, o := range objects {
 		if err := d.client.Apply(ctx, o.obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.kind, spec.Namespace, names.name, err)
+			return fmt.Errorf("applying %s %s/%s: %w", o.kind, o.namespace, names.name, err)
 		}
 	}
 	return nil
@@ -153,15 +159,22 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 		}
 	}
 
-	for _, obj := range []client.Object{
+	var objects []client.Object
+	if names.readsPeers {
+		objects = append(objects,
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}})
+	}
+	objects = append(objects,
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: names.lease, Namespace: namespace}},
 		// Last: present takes its absence for "nothing of this implementation is left".
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
-	} {
+	)
+	for _, obj := range objects {
 		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, namespace, obj.GetName(), err)
+			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
 	return true, nil

@@ -17,12 +17,15 @@ type objectNames struct {
 	lease          string
 	// watchLease tells whether the agent watches its Lease (and so needs the verb).
 	watchLease bool
+	// readsPeers tells whether the agent reads the kube-apiservers' EndpointSlice (and so
+	// needs a Role and RoleBinding in its namespace, see peerRole).
+	readsPeers bool
 }
 
 // kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
 // so that both can be told apart while one hands over to the other.
 func kubeVIPAgentNames() objectNames {
-	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true}
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true}
 }
 
 func kubeVIPNames() objectNames {

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,6 +21,7 @@ import (
 
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -70,7 +72,31 @@ func (o objectNames) role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 		)
 }
 
+// peerRole allows the agent to read the `kubernetes` EndpointSlice of the namespace
+// `default`, by name (list and watch carry the metadata.name field selector): the
+// kube-apiservers of the current control plane, through which a leader whose own
+// kube-apiserver died releases the Lease.
+func (o objectNames) peerRole() *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(o.name, PeerNamespace).
+		WithLabels(o.labels()).
+		WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups(discoveryv1.GroupName).
+			WithResources("endpointslices").
+			WithResourceNames(peers.Name).
+			WithVerbs("get", "list", "watch"))
+}
+
 func (o objectNames) roleBinding(namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return o.binding(namespace, namespace)
+}
+
+// peerRoleBinding binds peerRole to the agent's ServiceAccount in namespace.
+func (o objectNames) peerRoleBinding(namespace string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return o.binding(PeerNamespace, namespace)
+}
+
+// binding binds the Role of the agent's name in namespace to its ServiceAccount in saNamespace.
+func (o objectNames) binding(namespace, saNamespace string) *rbacv1ac.RoleBindingApplyConfiguration {
 	return rbacv1ac.RoleBinding(o.name, namespace).
 		WithLabels(o.labels()).
 		WithRoleRef(rbacv1ac.RoleRef().
@@ -80,7 +106,7 @@ func (o objectNames) roleBinding(namespace string) *rbacv1ac.RoleBindingApplyCon
 		WithSubjects(rbacv1ac.Subject().
 			WithKind(rbacv1.ServiceAccountKind).
 			WithName(o.name).
-			WithNamespace(namespace))
+			WithNamespace(saNamespace))
 }
 
 // tolerations keep the agent on control-plane nodes whatever their condition: the agent's

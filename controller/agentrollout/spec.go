@@ -18,10 +18,10 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -49,6 +49,11 @@ const (
 
 	// MetricsPort is the port of the agent's /metrics, /healthz and /readyz on 127.0.0.1.
 	MetricsPort = 9482
+
+	// PeerNamespace holds the kube-apiservers' EndpointSlice that the agent reads to find
+	// the other control-plane nodes' kube-apiservers, and the Role and RoleBinding that
+	// allow it that one object.
+	PeerNamespace = peers.Namespace
 )
 
 // Spec describes the agent to deploy.
@@ -68,10 +73,6 @@ type Spec struct {
 	// APIServerPort is the port of the kube-apiserver on each control-plane node; the agent
 	// probes https://127.0.0.1:<port>. Zero leaves the agent's default (6443).
 	APIServerPort int32
-	// ControlPlaneAddresses are the control-plane nodes' addresses (spec.endpoints). The
-	// agent reaches the other nodes' kube-apiservers there, at APIServerPort, to release
-	// the Lease when its own kube-apiserver died. A change rolls the agents.
-	ControlPlaneAddresses []string
 	// Agent carries the optional timings from the provider config.
 	Agent *v1alpha1.AgentConfig
 }
@@ -127,21 +128,6 @@ func (s Spec) interfaceName() string {
 	return ""
 }
 
-// peerURLs are the control-plane nodes' kube-apiservers, sorted and without duplicates, so
-// that the DaemonSet changes only when the set of nodes does.
-func (s Spec) peerURLs() []string {
-	var out []string
-	for _, a := range s.ControlPlaneAddresses {
-		addr, err := netip.ParseAddr(a)
-		if err != nil {
-			continue
-		}
-		out = append(out, "https://"+netip.AddrPortFrom(addr, uint16(s.apiServerPort())).String())
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // args renders the agent's command line. Timings are passed only when the provider config
 // sets them: the agent owns the defaults (docs/design.md, "Agent CLI"). The node name comes
 // from the environment (KUBE_VIP_NODE_NAME, downward API).
@@ -157,9 +143,6 @@ func (s Spec) args() []string {
 	}
 	if s.APIServerPort > 0 {
 		args = append(args, "--apiserver-url=https://127.0.0.1:"+strconv.Itoa(int(s.APIServerPort)))
-	}
-	if peers := s.peerURLs(); len(peers) > 0 {
-		args = append(args, "--peer-apiserver-urls="+strings.Join(peers, ","))
 	}
 	a := s.Agent
 	if a == nil {

@@ -39,8 +39,6 @@ func TestArgsFull(t *testing.T) {
 		Image:         "agent:v1",
 		VIP:           "198.18.0.50",
 		APIServerPort: 443,
-		// Unsorted, with a duplicate and an address that is not one.
-		ControlPlaneAddresses: []string{"198.18.0.12", "198.18.0.11", "198.18.0.12", "node-c"},
 		Agent: &v1alpha1.AgentConfig{
 			Interface:     ptr.To("eth1"),
 			LeaseDuration: d(3 * time.Second),
@@ -62,7 +60,6 @@ func TestArgsFull(t *testing.T) {
 		"--metrics-address=127.0.0.1:9482",
 		"--interface=eth1",
 		"--apiserver-url=https://127.0.0.1:443",
-		"--peer-apiserver-urls=https://198.18.0.11:443,https://198.18.0.12:443",
 		"--lease-duration=3s",
 		"--renew-deadline=2.5s",
 		"--retry-period=1s",

@@ -365,13 +365,6 @@ func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.Self
 		APIServerPort:  exp.Spec.Port,
 		Agent:          in.config.Agent,
 	}
-	for _, ep := range exp.Spec.Endpoints {
-		for _, a := range ep.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				spec.ControlPlaneAddresses = append(spec.ControlPlaneAddresses, a.Address)
-			}
-		}
-	}
 	if err := a.opts.Agent.Deploy(ctx, spec); err != nil {
 		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
 	}

@@ -67,7 +67,7 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 		}}
 		n.apiserverOpts = ProcessOptions{Name: "kube-apiserver", Path: filepath.Join(binDir, "kube-apiserver"), Args: []string{
 			"--bind-address=0.0.0.0",
-			"--secure-port=6443",
+			fmt.Sprintf("--secure-port=%d", h.opts.APIServerPort),
 			"--advertise-address=" + n.addr.String(),
 			"--etcd-servers=http://127.0.0.1:2379",
 			"--client-ca-file=" + h.pki.caFile,
@@ -113,7 +113,7 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 
 func (h *Harness) writeKubeconfig(path string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kvt"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443", CertificateAuthorityData: h.pki.caPEM}
+	cfg.Clusters["kvt"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", h.opts.APIServerPort), CertificateAuthorityData: h.pki.caPEM}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: h.pki.adminCertPEM, ClientKeyData: h.pki.adminKeyPEM}
 	cfg.Contexts["kvt"] = &clientcmdapi.Context{Cluster: "kvt", AuthInfo: "admin"}
 	cfg.CurrentContext = "kvt"
@@ -162,7 +162,7 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// Kubeconfig is the path of the node's kubeconfig (admin, https://127.0.0.1:6443, to be
+// Kubeconfig is the path of the node's kubeconfig (admin, https://127.0.0.1:<port>, to be
 // used inside the node's namespace). Empty without control plane.
 func (n *Node) Kubeconfig() string { return n.kubeconfig }
 
@@ -175,14 +175,14 @@ func (h *Harness) CAFile() string {
 }
 
 // RESTConfig returns an admin config for the node's kube-apiserver, reached at
-// https://<node IP>:6443 from inside the node's namespace; nil without control plane.
+// https://<node IP>:<port> from inside the node's namespace; nil without control plane.
 func (n *Node) RESTConfig() *rest.Config {
 	p := n.h.pki
 	if p == nil {
 		return nil
 	}
 	return &rest.Config{
-		Host: fmt.Sprintf("https://%s:6443", n.addr),
+		Host: "https://" + netip.AddrPortFrom(n.addr, n.h.opts.APIServerPort).String(),
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   p.caPEM,
 			CertData: p.adminCertPEM,
@@ -232,7 +232,7 @@ func (n *Node) KillAPIServer() {
 	}
 }
 
-// WaitAPIServerReady polls https://<node IP>:6443/readyz until it answers 200.
+// WaitAPIServerReady polls https://<node IP>:<port>/readyz until it answers 200.
 func (n *Node) WaitAPIServerReady(ctx context.Context) error {
 	p := n.h.pki
 	if p == nil {
@@ -241,7 +241,7 @@ func (n *Node) WaitAPIServerReady(ctx context.Context) error {
 	pool := x509.NewCertPool()
 	pool.AddCert(p.ca.cert)
 	hc := n.HTTPClient(2*time.Second, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
-	url := fmt.Sprintf("https://%s:6443/readyz", n.addr)
+	url := "https://" + netip.AddrPortFrom(n.addr, n.h.opts.APIServerPort).String() + "/readyz"
 	var last string
 	for {
 		if ap := n.APIServer(); ap != nil && ap.Exited() {

@@ -7,7 +7,7 @@
 // each attached by a veth pair, addresses from 198.18.0.0/15 and no route out of the LAN.
 //
 // On request every node also runs a self-hosted control plane: an etcd member (the members
-// form one cluster) and a kube-apiserver listening on 0.0.0.0:6443 inside the node's
+// form one cluster) and a kube-apiserver listening on 0.0.0.0:6443 (Options.APIServerPort) inside the node's
 // namespace, so the VIP reaches it once the VIP sits on that node.
 //
 // Around it the package offers what VIP failover tests observe: processes per node (in

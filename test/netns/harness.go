@@ -47,6 +47,9 @@ type Options struct {
 	// NIC, if set, gives the nodes their LAN interface (see NIC) instead of a veth on the
 	// harness's bridge; Subnet must then be the network the provider plugs into.
 	NIC NIC
+	// APIServerPort is the kube-apiservers' secure port; default 6443. gardenadm's layout
+	// (host network, 443) needs 443; 6443 leaves 443 free for a second listener.
+	APIServerPort uint16
 }
 
 // Harness is one LAN of namespaces. Its methods are safe for concurrent use.
@@ -139,6 +142,9 @@ func (o *Options) defaults() error {
 	if o.Prefix == "" {
 		o.Prefix = "kvt-"
 	}
+	if o.APIServerPort == 0 {
+		o.APIServerPort = 6443
+	}
 	if o.Nodes == 0 {
 		o.Nodes = 3
 	}
@@ -190,6 +196,9 @@ func (h *Harness) VIPPrefix() netip.Prefix {
 
 // Subnet is the LAN's prefix.
 func (h *Harness) Subnet() netip.Prefix { return h.opts.Subnet }
+
+// APIServerPort is the kube-apiservers' secure port (Options.APIServerPort).
+func (h *Harness) APIServerPort() uint16 { return h.opts.APIServerPort }
 
 // Nodes are the node namespaces, in order node1..nodeN.
 func (h *Harness) Nodes() []*Node { return h.nodes }

@@ -68,7 +68,7 @@ func (h *Harness) unplugNodes(ctx context.Context) error {
 // ClientIn returns a Client in the existing namespace ns, which the harness neither
 // created nor removes: e.g. the external client of test/dataplane, whose only way to the
 // nodes is a floating IP. Its LAN interface must be Interface; its prober's default
-// target is the VIP, port 6443. The returned function releases the namespace's handles.
+// target is the VIP, at the kube-apiservers' port. The returned function releases the namespace's handles.
 func (h *Harness) ClientIn(ns string) (*Client, func(), error) {
 	n, err := openNamespace(ns)
 	if err != nil {

@@ -34,7 +34,7 @@ const (
 type ProbeOptions struct {
 	// Mode defaults to ProbeTCP.
 	Mode ProbeMode
-	// Target defaults to the VIP, port 6443.
+	// Target defaults to the VIP, at the kube-apiservers' port (Options.APIServerPort).
 	Target netip.AddrPort
 	// Path for ProbeHTTPS; default "/readyz".
 	Path string
@@ -111,7 +111,7 @@ func (c *Client) StartProber(ctx context.Context, opts ProbeOptions) (*Prober, e
 		opts.Mode = ProbeTCP
 	}
 	if !opts.Target.IsValid() {
-		opts.Target = netip.AddrPortFrom(c.h.opts.VIP, 6443)
+		opts.Target = netip.AddrPortFrom(c.h.opts.VIP, c.h.opts.APIServerPort)
 	}
 	if opts.Path == "" {
 		opts.Path = "/readyz"

@@ -57,6 +57,8 @@ type Options struct {
 	// NIC, if set, gives the nodes their LAN interface (netns.Options.NIC), e.g. Neutron
 	// ports (test/dataplane).
 	NIC netns.NIC
+	// APIServerPort is the kube-apiservers' secure port (netns.Options.APIServerPort).
+	APIServerPort uint16
 }
 
 // Cluster is the running cluster.
@@ -197,7 +199,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	phase("images", start)
 
 	start = time.Now()
-	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log, NIC: opts.NIC}); err != nil {
+	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log, NIC: opts.NIC, APIServerPort: opts.APIServerPort}); err != nil {
 		return nil, err
 	}
 	phase("LAN, etcd and kube-apiserver", start)

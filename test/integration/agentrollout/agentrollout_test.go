@@ -234,6 +234,11 @@ func TestAgentRBAC(t *testing.T) {
 	lease := func(verb, name string) authorizationv1.ResourceAttributes {
 		return authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: name}
 	}
+	// A list or watch by name carries the metadata.name field selector, which the
+	// authorizer sees as the name.
+	peerSlice := func(verb, name string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Namespace: "default", Verb: verb, Group: "discovery.k8s.io", Resource: "endpointslices", Name: name}
+	}
 	cases := []struct {
 		attr    authorizationv1.ResourceAttributes
 		allowed bool
@@ -252,6 +257,14 @@ func TestAgentRBAC(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Name: "node1"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "kube-vip-agent"}, false},
 		{authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}, false},
+		// The kube-apiservers' EndpointSlice, to find the other control-plane nodes'.
+		{peerSlice("get", "kubernetes"), true},
+		{peerSlice("list", "kubernetes"), true},
+		{peerSlice("watch", "kubernetes"), true},
+		{peerSlice("update", "kubernetes"), false},
+		{peerSlice("get", "other-service"), false},
+		{peerSlice("list", ""), false},
+		{authorizationv1.ResourceAttributes{Namespace: "default", Verb: "get", Resource: "endpoints", Name: "kubernetes"}, false},
 	}
 	for _, tc := range cases {
 		attr := tc.attr
@@ -331,6 +344,11 @@ func TestDeleteWaitsForAgentPods(t *testing.T) {
 	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kube-vip-agent"}, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T not removed: %v", obj, err)
+		}
+	}
+	for _, obj := range []client.Object{&rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: agentrollout.PeerNamespace, Name: "kube-vip-agent"}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T in %s (the EndpointSlice's) not removed: %v", obj, agentrollout.PeerNamespace, err)
 		}
 	}
 	// Deleting again is a no-op.

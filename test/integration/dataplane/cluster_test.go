@@ -10,11 +10,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +62,10 @@ import (
 // each scenario leaves it with 3/3 agents Ready, and TestZDeleteExposure runs last.
 
 const exposureName = "kube-vip"
+
+// apiPort is gardenadm's layout: every node's kube-apiserver in the host network on 443,
+// spec.port 443.
+const apiPort = 443
 
 // Bounds on the client's longest outage through the floating IP, from the default timings
 // (docs/agent.md), as test/e2e states them for the L2-only path; the router adds no term:
@@ -112,6 +118,8 @@ type frontDoor struct {
 	caPool   *x509.CertPool
 	identity string
 	ctrlLog  string
+	// metrics count the controller's OpenStack calls.
+	metrics *openstack.Metrics
 	// stopController stops the controller (both its controllers); idempotent.
 	stopController func()
 	// startController starts it again after stopController.
@@ -133,7 +141,7 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	defer cancel()
 	start := time.Now()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
-	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log})
+	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log, APIServerPort: apiPort})
 	if c != nil {
 		s.Defer(func() {
 			if err := c.Close(); err != nil {
@@ -213,8 +221,9 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	f.metrics = openstack.NewMetrics(prometheus.NewRegistry())
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
-		ClientFactory:        openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(prometheus.NewRegistry())}),
+		ClientFactory:        openstack.NewClientFactory(openstack.FactoryOptions{Metrics: f.metrics}),
 		AgentImage:           f.cluster.ImageRef("kube-vip-agent"),
 		Dial:                 f.cluster.Net().Nodes()[0].DialContext,
 		AgentRefreshInterval: time.Second,
@@ -252,7 +261,7 @@ func (f *frontDoor) newExposure() *extensionsv1alpha1.SelfHostedShootExposure {
 					f.cluster.Net().VIP(), netns.Interface)},
 			},
 			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: framework.Namespace, Name: framework.CloudProviderSecretName},
-			Port:           6443,
+			Port:           apiPort,
 		},
 	}
 	for _, n := range f.cluster.Net().Nodes() {
@@ -326,14 +335,14 @@ func (f *frontDoor) waitReady(t *testing.T, ctx context.Context) {
 	}
 }
 
-// waitReachable polls TCP connects from the external client to fip:6443 until they
+// waitReachable polls TCP connects from the external client to fip:apiPort until they
 // succeed (want) or fail.
 func (f *frontDoor) waitReachable(ctx context.Context, fip string, want bool, within time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		return f.reaches(ctx, fip+":6443") == want, nil
+		return f.reaches(ctx, hostPort(fip)) == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("floating IP %s:6443 reachable from the external client: want %v within %s, it was not", fip, want, within)
+		return fmt.Errorf("floating IP %s reachable from the external client: want %v within %s, it was not", hostPort(fip), want, within)
 	}
 	return nil
 }
@@ -349,10 +358,10 @@ func (f *frontDoor) reaches(ctx context.Context, addr string) bool {
 	return true
 }
 
-// probe connects from the external client to the floating IP's port 6443 every 10 ms for d.
+// probe connects from the external client to the floating IP's apiPort every 10 ms for d.
 func (f *frontDoor) probe(t *testing.T, ctx context.Context, fip string, d time.Duration) *netns.Prober {
 	t.Helper()
-	p, err := f.client.StartProber(ctx, netns.ProbeOptions{Target: netipAddrPort(t, fip, 6443), Duration: d})
+	p, err := f.client.StartProber(ctx, netns.ProbeOptions{Target: netipAddrPort(t, fip, apiPort), Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,3 +464,6 @@ func netipAddrPort(t *testing.T, addr string, port uint16) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(a, port)
 }
+
+// hostPort is addr:apiPort.
+func hostPort(addr string) string { return net.JoinHostPort(addr, strconv.Itoa(apiPort)) }

@@ -143,8 +143,8 @@ func TestRouterNodeJoin(t *testing.T) {
 	if err := f.waitReachable(ctx, st.fip, true, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.httpsReadyz(ctx, st.fip+":6443", st.vip); err != nil {
-		t.Errorf("https://%s:6443/readyz from the external client, %s holding the VIP: %v", st.fip, joiner, err)
+	if err := f.httpsReadyz(ctx, hostPort(st.fip), st.vip); err != nil {
+		t.Errorf("https://%s/readyz from the external client, %s holding the VIP: %v", hostPort(st.fip), joiner, err)
 	}
 	f.checkRouterFollows(t, ctx, st.vip, joiner)
 	f.waitReady(t, ctx)

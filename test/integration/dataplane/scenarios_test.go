@@ -26,7 +26,7 @@ import (
 
 // TestRouterCreate: the controller reserves the VIP, puts the floating IP on it and the VIP
 // into every node port's allowed address pairs, and reports the floating IP as ingress once
-// the front door works; the external client then gets 200 from https://<floating IP>:6443/readyz
+// the front door works; the external client then gets 200 from https://<floating IP>/readyz
 // (the certificate verified for the VIP), while it cannot reach the VIP itself, and the
 // router's neighbour entry for the VIP names the holder.
 func TestRouterCreate(t *testing.T) {
@@ -52,10 +52,10 @@ func TestRouterCreate(t *testing.T) {
 			t.Errorf("%s's port %s has pairs %+v, want the VIP %s", n, p.ID, p.AllowedAddressPairs, st.vip)
 		}
 	}
-	if err := f.httpsReadyz(ctx, st.fip+":6443", st.vip); err != nil {
-		t.Errorf("https://%s:6443/readyz from the external client: %v", st.fip, err)
+	if err := f.httpsReadyz(ctx, hostPort(st.fip), st.vip); err != nil {
+		t.Errorf("https://%s/readyz from the external client: %v", hostPort(st.fip), err)
 	}
-	if f.reaches(ctx, st.vip+":6443") {
+	if f.reaches(ctx, hostPort(st.vip)) {
 		t.Errorf("the external client reaches the VIP %s directly; its only way in must be the floating IP", st.vip)
 	}
 	f.checkRouterFollows(t, ctx, st.vip, holder)

@@ -80,6 +80,11 @@ var mustAllow = []access{
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.KubeVIPName},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: agentrollout.KubeVIPName},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.KubeVIPLeaseName},
+	// The agent's Role and RoleBinding for the kube-apiservers' EndpointSlice, and what
+	// they grant (escalation rule).
+	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: agentrollout.PeerNamespace, name: agentrollout.Name},
+	{verb: "delete", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: agentrollout.PeerNamespace, name: agentrollout.Name},
+	{verb: "watch", group: "discovery.k8s.io", resource: "endpointslices", namespace: agentrollout.PeerNamespace, name: "kubernetes"},
 }
 
 // rbacCannotDeny is what the controller needs and RBAC cannot narrow: a create carries no
@@ -136,6 +141,11 @@ var mustDeny = []access{
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "kube-controller-manager"},
 	{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem},
 	{verb: "get", group: "apps", resource: "daemonsets", namespace: metav1.NamespaceDefault, name: agentrollout.Name},
+	// In default: only the agent's Role and RoleBinding, and only the kube-apiservers'
+	// EndpointSlice.
+	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: metav1.NamespaceDefault, name: "any-role"},
+	{verb: "get", group: "discovery.k8s.io", resource: "endpointslices", namespace: metav1.NamespaceDefault, name: "any-service"},
+	{verb: "list", group: "discovery.k8s.io", resource: "endpointslices", namespace: metav1.NamespaceDefault},
 	// Cluster-scoped objects beyond reading Clusters, and reading and patching Nodes.
 	{verb: "update", resource: "nodes", name: "n"},
 	{verb: "update", resource: "nodes", subresource: "status", name: "n"},

@@ -1,0 +1,288 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
+// (framework.Gardenadm), in order: init with the first node only, the other two join and a
+// failover needs one of them, init runs again, destroy. Each step ends with the checks of
+// checkFrontDoor. The tests run after the other scenarios (file order), whose exposure is
+// gone by then, and share lifecycle.
+var lifecycle struct {
+	g *framework.Gardenadm
+	// dns is the DNS value gardenadm computed at init, once.
+	dns string
+	// first is the node of the init.
+	first *netns.Node
+}
+
+// TestLifecycle1InitFirstNode: gardenadm init with only the first node in the control
+// plane; the exposure is named after the shoot, spec.port 443, spec.endpoints the first
+// node, and the DNS value is computed from status.ingress.
+func TestLifecycle1InitFirstNode(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	f.removeExposure() // the other scenarios' exposure, when they ran
+	nodes := f.cluster.Net().Nodes()
+	lifecycle.first = nodes[0]
+	// The Shoot carries the extension's configuration: Gardener writes no providerConfig.
+	opts := f.dp.OpenStack.BootstrapOptions(framework.ApplicationCredential)
+	opts.ExposureProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+		`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":%q,"agent":{"interface":%q}}`,
+		f.cluster.Net().VIP(), netns.Interface)}
+	if err := framework.Bootstrap(ctx, f.cl, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.SetTechnicalID(ctx, f.cl, f.identity); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		setControlPlane(t, ctx, f, n.Name(), false)
+	}
+	lifecycle.g = &framework.Gardenadm{Client: f.cl, WaitInterval: time.Second,
+		Log: funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})}
+
+	before := f.metrics.Snapshot()
+	start := time.Now()
+	dns, err := lifecycle.g.Init(ctx)
+	if err != nil {
+		t.Fatalf("gardenadm init: %v (controller log in %s)", err, f.ctrlLog)
+	}
+	calls := f.metrics.Snapshot().Sub(before)
+	if len(dns) != 1 {
+		t.Fatalf("DNS values %v, want one", dns)
+	}
+	lifecycle.dns = dns[0]
+	t.Logf("gardenadm init: DNS value %s after %s; %d OpenStack calls (%d writes): %v", lifecycle.dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
+
+	exp := lifecycleExposure(t, ctx, f)
+	if exp.Spec.Port != apiPort || len(exp.Spec.Endpoints) != 1 || exp.Spec.Endpoints[0].NodeName != lifecycle.first.Name() {
+		t.Errorf("spec.port %d, spec.endpoints %+v: want 443 and the first node %s only", exp.Spec.Port, exp.Spec.Endpoints, lifecycle.first)
+	}
+	if holder := checkFrontDoor(t, ctx, f); holder != lifecycle.first {
+		t.Errorf("the VIP is on %s, want the only control-plane node %s", holder, lifecycle.first)
+	}
+}
+
+// releasedViaPeer matches the agent's log line of a release through another node's
+// kube-apiserver.
+var releasedViaPeer = regexp.MustCompile(`"msg":"Released the Lease"[^\n]*"via":"kube-apiserver `)
+
+// TestLifecycle2JoinThenFailoverThroughJoinedNode: the second and third nodes join the
+// control plane (spec.endpoints stays as init wrote it); their agents start and the VIP
+// does not move. Then the first node's kube-apiserver dies: its agent must release the
+// Lease through a joined node's kube-apiserver, which was never in spec.endpoints.
+func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	sampler := f.cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
+	for _, n := range f.cluster.Net().Nodes()[1:] {
+		setControlPlane(t, ctx, f, n.Name(), true)
+	}
+	f.waitReady(t, ctx)
+	if ds, err := f.cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{}); err != nil || ds.Status.NumberReady != 3 {
+		t.Fatalf("agents after the joins: %v, %v", daemonSetReady(ds), err)
+	}
+	rep := sampler.Stop()
+	if len(rep.Changes) != 1 || len(rep.Overlaps) != 0 {
+		t.Errorf("the VIP moved while the nodes joined: %+v", rep.Changes)
+	}
+	exp := lifecycleExposure(t, ctx, f)
+	if len(exp.Spec.Endpoints) != 1 {
+		t.Errorf("spec.endpoints changed to %+v", exp.Spec.Endpoints)
+	}
+	first := checkFrontDoor(t, ctx, f)
+
+	pod := f.leaderPod(t, ctx, first.Name())
+	p := f.probe(t, ctx, lifecycle.dns, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	first.KillAPIServer()
+	res := p.Wait()
+	netns.CheckOutage(t, "the first node's kube-apiserver killed (through the floating IP)", res, apiserverBound)
+	holder, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return n != first })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the VIP moved from %s to the joined %s; longest outage through the floating IP %s", first, holder, res.Longest().Round(time.Millisecond))
+	log, err := f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !releasedViaPeer.MatchString(log) {
+		t.Errorf("%s's agent did not release the Lease through a joined node's kube-apiserver; its log:\n%s", first, log)
+	}
+	if err := first.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.WaitAPIServerReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReady(t, ctx)
+	checkFrontDoor(t, ctx, f)
+}
+
+// TestLifecycle3InitAgain: gardenadm init runs again, now with three Ready nodes: the same
+// address comes back and the controller writes nothing to OpenStack.
+func TestLifecycle3InitAgain(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	holder := checkFrontDoor(t, ctx, f)
+	before := f.metrics.Snapshot()
+	dns, err := lifecycle.g.Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := f.metrics.Snapshot().Sub(before)
+	t.Logf("gardenadm init again: DNS value %v; %d OpenStack calls (%d writes): %v", dns, calls.Total(), calls.Writes(), calls)
+	if len(dns) != 1 || dns[0] != lifecycle.dns {
+		t.Errorf("DNS value %v, want the first init's %s", dns, lifecycle.dns)
+	}
+	if calls.Writes() != 0 {
+		t.Errorf("the second init wrote to OpenStack: %v", calls)
+	}
+	if now := checkFrontDoor(t, ctx, f); now != holder {
+		t.Errorf("the VIP moved from %s to %s", holder, now)
+	}
+}
+
+// TestLifecycle4Destroy: Gardener's Destroy and WaitCleanup; nothing of the exposure is left
+// in Neutron or Kubernetes, and the DNS value answers no more.
+func TestLifecycle4Destroy(t *testing.T) {
+	f, ctx := scenario(t)
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	st, err := exposure.DecodeStatus(lifecycleExposure(t, ctx, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := f.metrics.Snapshot()
+	if err := lifecycle.g.Destroy(ctx); err != nil {
+		t.Fatalf("destroy: %v (controller log in %s)", err, f.ctrlLog)
+	}
+	calls := f.metrics.Snapshot().Sub(before)
+	t.Logf("destroy: %d OpenStack calls (%d writes): %v", calls.Total(), calls.Writes(), calls)
+	if left, err := f.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.ClusterTag(f.identity)}}); err != nil || len(left) != 0 {
+		t.Errorf("Neutron still holds %d ports of the exposure (%v)", len(left), err)
+	}
+	if _, err := f.neutron.GetFloatingIP(ctx, st.FloatingIPID); !openstack.IsNotFound(err) {
+		t.Errorf("the floating IP %s is still in Neutron (get: %v)", st.FloatingIPAddress, err)
+	}
+	for _, n := range f.cluster.Net().Nodes() {
+		if p := f.portOf(t, ctx, n); openstack.HasPair(p, st.VIPAddress) {
+			t.Errorf("%s's port still has the VIP pair", n)
+		}
+	}
+	for _, obj := range []struct {
+		key client.ObjectKey
+		obj client.Object
+	}{
+		{client.ObjectKey{Namespace: framework.Namespace, Name: agentrollout.Name}, &appsv1.DaemonSet{}},
+		{client.ObjectKey{Namespace: framework.Namespace, Name: agentrollout.Name}, &rbacv1.Role{}},
+		{client.ObjectKey{Namespace: agentrollout.PeerNamespace, Name: agentrollout.Name}, &rbacv1.Role{}},
+		{client.ObjectKey{Namespace: agentrollout.PeerNamespace, Name: agentrollout.Name}, &rbacv1.RoleBinding{}},
+	} {
+		if err := f.cl.Get(ctx, obj.key, obj.obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s is still there (%v)", obj.obj, obj.key, err)
+		}
+	}
+	if err := f.waitReachable(ctx, lifecycle.dns, false, 30*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+// destroyOnFailure destroys the exposure when the test failed, so that the later steps do
+// not build on a broken one and nothing is left in Neutron.
+func destroyOnFailure(t *testing.T, f *frontDoor) {
+	if !t.Failed() || lifecycle.g == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := lifecycle.g.Destroy(ctx); err != nil {
+		t.Logf("destroying the exposure after the failure: %v", err)
+	}
+	lifecycle.g = nil
+}
+
+// checkFrontDoor checks what holds after every step: the init-time DNS value answers
+// https://<value>/readyz from the external client, the VIP is on exactly one node (which
+// it returns), and Neutron holds exactly one VIP port with one floating IP of the exposure.
+func checkFrontDoor(t *testing.T, ctx context.Context, f *frontDoor) *netns.Node {
+	t.Helper()
+	holder, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := exposure.DecodeStatus(lifecycleExposure(t, ctx, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return f.httpsReadyz(ctx, lifecycle.dns, st.VIPAddress) == nil, nil
+	}); err != nil {
+		t.Errorf("https://%s/readyz from the external client: %v", lifecycle.dns, f.httpsReadyz(ctx, lifecycle.dns, st.VIPAddress))
+	}
+	vipPorts, err := f.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.ClusterTag(f.identity)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vipPorts) != 1 {
+		t.Fatalf("Neutron holds %d VIP ports of the exposure, want 1", len(vipPorts))
+	}
+	fips, err := f.neutron.FloatingIPsOfPort(ctx, vipPorts[0].ID)
+	if err != nil || len(fips) != 1 || fips[0].FloatingIP != lifecycle.dns {
+		t.Errorf("the VIP port has floating IPs %+v (%v), want exactly the DNS value %s", fips, err, lifecycle.dns)
+	}
+	return holder
+}
+
+// lifecycleExposure is the exposure Gardener created, named after the shoot.
+func lifecycleExposure(t *testing.T, ctx context.Context, f *frontDoor) *extensionsv1alpha1.SelfHostedShootExposure {
+	t.Helper()
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := f.cl.Get(ctx, client.ObjectKey{Namespace: framework.Namespace, Name: framework.DefaultShootName}, exp); err != nil {
+		t.Fatal(err)
+	}
+	return exp
+}
+
+func daemonSetReady(ds *appsv1.DaemonSet) string {
+	if ds == nil {
+		return "no DaemonSet"
+	}
+	return fmt.Sprintf("%d/%d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+}
