@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+# SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
 #
 # SPDX-License-Identifier: Apache-2.0
 
@@ -10,14 +10,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-copyright="SPDX-FileCopyrightText: $(date -u +%Y) SAP SE or an SAP affiliate company and Gardener contributors"
+holder="The gardener-extension-kube-vip authors"
+copyright="SPDX-FileCopyrightText: $(date -u +%Y) $holder"
 license="SPDX-License-Identifier: Apache-2.0"
 check=false
 [[ "${1:-}" == "--check" ]] && check=true
 
 missing=()
+foreign=()
 while IFS= read -r f; do
   [[ -f "$f" ]] || continue
+  if grep -q 'SPDX-FileCopyrightText:' "$f" && ! grep -qE "SPDX-FileCopyrightText: [0-9]{4} $holder\$" "$f"; then
+    foreign+=("$f")
+  fi
   grep -q 'SPDX-License-Identifier:' "$f" && continue
   missing+=("$f")
   $check && continue
@@ -39,6 +44,11 @@ while IFS= read -r f; do
   rm -f "$tmp"
 done < <(git ls-files '*.go' '*.sh' Makefile 'Dockerfile*' .ci/run)
 
+# A header naming another holder is not rewritten: whoever copied the file decides.
+if ((${#foreign[@]})); then
+  printf 'copyright holder is not "%s": %s\n' "$holder" "${foreign[@]}" >&2
+  exit 1
+fi
 if $check && ((${#missing[@]})); then
   printf 'missing SPDX header: %s\n' "${missing[@]}" >&2
   echo "run hack/license-headers.sh" >&2
