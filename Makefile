@@ -50,9 +50,16 @@ UNIT_FLAGS ?= -race
 # test cache does not track; a cached replay would count a pass that touched nothing.
 INTEGRATION_FLAGS ?= -count=1
 
+# The release version (VERSION is its one source) and the registry a release pushes to
+# (ghcr.io/<owner>): `make generate` writes both into the chart, the image vector and the
+# registration manifests; the release workflow sets REGISTRY to its repository's owner.
+VERSION := $(shell cat VERSION)
+REGISTRY ?= ghcr.io/gardener-extension-kube-vip
+LDFLAGS := -X main.version=$(VERSION)
+
 .PHONY: build
 build:
-	@if [ -d cmd ]; then $(GO) build -o bin/ ./cmd/...; else echo "build: no cmd/ yet"; fi
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
 .PHONY: install-deps
 install-deps:
@@ -68,7 +75,17 @@ chart:
 .PHONY: generate
 generate:
 	$(GO) tool deepcopy-gen --go-header-file hack/boilerplate.go.txt --output-file zz_generated.deepcopy.go ./controller/apis/v1alpha1
-	$(GO) run ./manifests/gen/cmd/generate-registration
+	$(GO) run ./manifests/gen/cmd/generate-registration -registry $(REGISTRY)
+
+# The release: `make generate` for REGISTRY, then the controller and agent images as OCI
+# image layouts (bin/release/<image>/, built with hack/tools/imagebuild as the Dockerfiles
+# describe) and the packaged chart (bin/release/<chart>-<version>.tgz), reproducibly: the same
+# sources and Go toolchain give the same digests. .github/workflows/release.yaml pushes them.
+.PHONY: release-artifacts
+release-artifacts: generate
+	rm -rf bin/release
+	$(GO) run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry $(REGISTRY) -version $(VERSION)
+	$(GO) run ./manifests/gen/cmd/package-chart bin/release
 
 # Fails if `make generate` would change any file (runs the generators in a copy of the tree).
 .PHONY: check-generate

@@ -17,12 +17,18 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/cmd/gardener-extension-kube-vip/app"
 )
 
+// version is set at build time with -ldflags "-X main.version=…" (VERSION).
+var version = "dev"
+
 func main() {
 	utils.DeduplicateWarnings()
 	// Replaced by the logger of --log-level/--log-format once the flags are parsed.
 	logf.SetLogger(logger.MustNewZapLogger(logger.InfoLevel, logger.FormatJSON))
 
-	if err := app.NewControllerManagerCommand(signals.SetupSignalHandler()).Execute(); err != nil {
+	cmd := app.NewControllerManagerCommand(signals.SetupSignalHandler())
+	// cobra adds --version, which prints this and exits.
+	cmd.Version = version
+	if err := cmd.Execute(); err != nil {
 		logf.Log.Error(err, "Error executing the main controller command")
 		os.Exit(1)
 	}

@@ -132,7 +132,7 @@ func TestAgentImageFromImageVector(t *testing.T) {
 		args      []string
 		want      string
 	}{
-		"embedded vector":          {want: "europe-docker.pkg.dev/gardener-project/public/gardener/extensions/kube-vip-agent:v0.1.0"},
+		"embedded vector":          {want: "ghcr.io/gardener-extension-kube-vip/kube-vip-agent:v0.1.0"},
 		"overwrite with a digest":  {overwrite: overwrite, want: "registry.example/mirror/kube-vip-agent@" + digest},
 		"flag beats the overwrite": {overwrite: overwrite, args: []string{"--agent-image=a:b"}, want: "a:b"},
 	} {

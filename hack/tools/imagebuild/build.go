@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -128,6 +129,27 @@ func BuildFile(s *Stage, o Options, out string) error {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	return os.Rename(tmp, out)
+}
+
+// BuildLayout builds the image and writes it as an OCI image layout to the directory dir
+// (replaced if it exists), its manifest annotated with the reference, as `crane push <dir>`
+// reads it.
+func BuildLayout(s *Stage, o Options, dir string) error {
+	img, ref, err := Build(s, o)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})); err != nil {
+		return fmt.Errorf("writing %s: %w", dir, err)
+	}
+	return nil
 }
 
 // entry is one file or directory of a layer.

@@ -22,15 +22,26 @@ type Image struct {
 	// Dockerfile is the Dockerfile whose final stage describes the image, relative to the
 	// module root; empty for the pause image, whose stage is PauseStage.
 	Dockerfile string
-	// VersionFlag says whether the binary takes -X main.version (as Dockerfile.agent sets).
+	// VersionFlag says whether the binary takes -X main.version (as the Dockerfile sets).
 	VersionFlag bool
 }
 
 // Images are the controller, the agent and the sandbox image.
 var Images = []Image{
-	{Name: "gardener-extension-kube-vip", Package: "./cmd/gardener-extension-kube-vip", Dockerfile: "Dockerfile.controller"},
+	{Name: "gardener-extension-kube-vip", Package: "./cmd/gardener-extension-kube-vip", Dockerfile: "Dockerfile.controller", VersionFlag: true},
 	{Name: "kube-vip-agent", Package: "./cmd/kube-vip-agent", Dockerfile: "Dockerfile.agent", VersionFlag: true},
 	{Name: "pause", Package: "./hack/tools/imagebuild/cmd/pause"},
+}
+
+// ReleaseImages are the images a release publishes: those a Dockerfile describes.
+func ReleaseImages() []Image {
+	var out []Image
+	for _, img := range Images {
+		if img.Dockerfile != "" {
+			out = append(out, img)
+		}
+	}
+	return out
 }
 
 // Config says where the project is, which version to stamp and where the output goes.
@@ -45,6 +56,9 @@ type Config struct {
 	Version string
 	// CABundle is the host CA bundle put into every image; empty for none.
 	CABundle string
+	// Layout writes each image as an OCI image layout (the directory Out/<name>) instead of
+	// a docker-archive tarball.
+	Layout bool
 }
 
 // Ref is the image reference of an image under the config.
@@ -52,8 +66,12 @@ func (c Config) Ref(img Image) string {
 	return fmt.Sprintf("%s/%s:%s", c.Registry, img.Name, c.Version)
 }
 
-// Tarball is the path of an image's docker-archive under the config.
+// Tarball is the path of an image's docker-archive under the config, or of its OCI image
+// layout with Layout.
 func (c Config) Tarball(img Image) string {
+	if c.Layout {
+		return filepath.Join(c.Out, img.Name)
+	}
 	return filepath.Join(c.Out, img.Name+".tar")
 }
 
@@ -66,7 +84,7 @@ func (c Config) Stage(img Image) (*Stage, error) {
 }
 
 // BuildAll builds each image's binary the way its Dockerfile's builder stage does (static,
-// trimmed, stripped) and then the image tarball.
+// trimmed, stripped) and then the image tarball or layout.
 func BuildAll(ctx context.Context, c Config, images []Image) error {
 	if err := os.MkdirAll(filepath.Join(c.Out, "bin"), 0o755); err != nil {
 		return err
@@ -84,7 +102,11 @@ func BuildAll(ctx context.Context, c Config, images []Image) error {
 			return fmt.Errorf("%s: the final stage copies %d files; one binary is expected", img.Name, len(s.Copies))
 		}
 		o := Options{Tag: c.Ref(img), Files: map[string]string{s.Copies[0].Src: bin}, CABundle: c.CABundle}
-		if err := BuildFile(s, o, c.Tarball(img)); err != nil {
+		write := BuildFile
+		if c.Layout {
+			write = BuildLayout
+		}
+		if err := write(s, o, c.Tarball(img)); err != nil {
 			return fmt.Errorf("%s: %w", img.Name, err)
 		}
 	}
@@ -96,7 +118,9 @@ func goBuild(ctx context.Context, c Config, img Image, out string) error {
 	if img.VersionFlag {
 		ldflags += " -X main.version=" + c.Version
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags="+ldflags, "-o", out, img.Package)
+	// -buildvcs=false: the Dockerfiles build without .git, so their binaries carry no commit;
+	// neither do these, and the same sources give the same digests whatever the checkout.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", out, img.Package)
 	cmd.Dir = c.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if b, err := cmd.CombinedOutput(); err != nil {
