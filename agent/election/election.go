@@ -138,15 +138,15 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
-	// stalled: the renewals of the current term stall and the term is held through them
-	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
-	// attempt started, to pace the retries.
 	// failedAcquisitions counts this follower's failed takeover writes since its last
 	// success (followerRetry).
 	failedAcquisitions int
-	stalled            bool
-	stalledAt          time.Time
-	lastAttempt        time.Time
+	// stalled: the renewals of the current term stall and the term is held through them
+	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
+	// attempt started, to pace the retries.
+	stalled     bool
+	stalledAt   time.Time
+	lastAttempt time.Time
 	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
 	// Lease for want of renewals before this (confirmExpiry).
 	stallNotBefore time.Time
@@ -254,74 +254,68 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 }
 
-// step acts on the current state: renew, give up, or try to acquire.
+// view is the state decide looks at. It asks Config's functions (MayKeep for a leader,
+// Eligible and Yield for a follower) and draws the follower's retry.
+func (e *Elector) view(now time.Time) view {
+	v := view{
+		timings: e.cfg.Timings, identity: e.cfg.Identity, leading: e.leading,
+		exists: e.observed != nil, holder: holderOf(e.observed), ownRecord: e.ownRecord(),
+		releaseSeen: e.releaseSeen, observedAt: e.observedAt, wait: e.followerWait(), stallNotBefore: e.stallNotBefore,
+		renewStarted: e.renewStarted, lastAttempt: e.lastAttempt, renewLate: e.renewLate, stalled: e.stalled,
+		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt,
+	}
+	if e.observed != nil {
+		v.offered = e.observed.Annotations[YieldAnnotation] == v.holder
+	}
+	if e.leading {
+		v.mayKeep = e.cfg.MayKeep()
+	} else {
+		v.eligible, v.defers, v.retry = e.cfg.Eligible(), e.defers(), e.followerRetry()
+	}
+	return v
+}
+
+// step does what decide says: renew, give up, or try to acquire.
 func (e *Elector) step(ctx context.Context) {
 	now := e.clock.Now()
-	if e.leading {
-		switch holder := holderOf(e.observed); {
-		case e.observed != nil && holder != e.cfg.Identity:
-			e.stopLeading(fmt.Sprintf("the Lease is held by %q now", holder), false)
-		case !e.cfg.MayKeep():
-			e.resignedAt, e.ineligibleAt = now, now
-			e.stopLeading("not eligible any more", true)
-		case !now.Before(e.termEnd()):
-			e.stopLeading("renewal deadline passed", true)
-		case e.renewLate || !now.Before(e.renewStarted.Add(e.cfg.Timings.RetryPeriod)):
+	v := e.view(now)
+	if !e.leading {
+		e.noteEligibility(v.eligible, now)
+	}
+	switch act, _ := decide(v, now); act {
+	case stepDown:
+		e.stopLeading(fmt.Sprintf("the Lease is held by %q now", v.holder), false)
+	case resign:
+		e.resignedAt, e.ineligibleAt = now, now
+		e.stopLeading("not eligible any more", true)
+	case expire:
+		e.stopLeading("renewal deadline passed", true)
+	case renew, acquire:
+		e.tryAcquireOrRenew(ctx)
+	case takeOver:
+		if e.confirmExpiry(ctx) {
 			e.tryAcquireOrRenew(ctx)
 		}
-		return
 	}
-	eligible := e.cfg.Eligible()
+}
+
+// noteEligibility records when a candidate that had been eligible stopped being so
+// (recentlyIneligible): the wait for the first probe at start is no crash.
+func (e *Elector) noteEligibility(eligible bool, now time.Time) {
 	switch {
 	case eligible:
 		e.wasEligible = true
 	case e.wasEligible:
 		e.ineligibleAt = now
 	}
-	if eligible && e.canAcquire(now) {
-		if !e.acquirableAt(now).Before(e.expiry()) && !e.confirmExpiry(ctx) {
-			return
-		}
-		e.tryAcquireOrRenew(ctx)
-	}
 }
 
 // nextWakeup is how long the loop may sleep before step has something to do.
 func (e *Elector) nextWakeup() time.Duration {
 	now := e.clock.Now()
-	var at time.Time
-	switch {
-	case e.leading && e.renewLate:
-		return 0
-	case e.leading && e.stalled:
-		// Retry as soon as the last attempt's own timeout would have passed: etcd may have a
-		// leader again any moment. At most one attempt per StalledRetryTimeout.
-		at = minTime(e.lastAttempt.Add(timing.StalledRetryTimeout), e.termEnd())
-	case e.leading:
-		at = e.renewStarted.Add(e.cfg.Timings.RetryPeriod)
-		if deadline := e.termEnd(); now.After(at) {
-			// A renewal failed; retry soon, but wake up at the deadline at the latest.
-			at = minTime(now.Add(e.cfg.Timings.RetryPeriod/4), deadline)
-		}
-	case !e.cfg.Eligible():
-		return e.cfg.Timings.RetryPeriod // re-check eligibility; Poke wakes us earlier
-	case e.canAcquire(now):
-		at = now.Add(e.followerRetry()) // the last attempt failed
-	default:
-		at = e.acquirableAt(now)
-	}
-	if d := at.Sub(now); d > 0 {
-		return d
-	}
-	return 0
+	_, at := decide(e.view(now), now)
+	return max(at.Sub(now), 0)
 }
 
-// termEnd is when the current term ends unless renewed: RenewDeadline after the start of
-// the last successful write, StalledWriteHold later while the term is held through a stall.
-func (e *Elector) termEnd() time.Time {
-	term := e.cfg.Timings.TermFrom(e.renewStarted)
-	if e.stalled {
-		term = e.cfg.Timings.StalledTerm(term)
-	}
-	return term.End
-}
+// termEnd is when the current term ends unless renewed.
+func (e *Elector) termEnd() time.Time { return termEnd(e.cfg.Timings, e.renewStarted, e.stalled) }

@@ -42,16 +42,6 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 	return e.canAcquire(e.clock.Now())
 }
 
-// expiry is when the Lease as last seen expires for this follower: a lease duration after
-// the last change it saw, and not before a stalled read allows (confirmExpiry).
-func (e *Elector) expiry() time.Time {
-	at := e.observedAt.Add(e.followerWait())
-	if at.Before(e.stallNotBefore) {
-		return e.stallNotBefore
-	}
-	return at
-}
-
 // followerWait is how long a follower waits after the last change of the Lease it saw: its
 // own lease duration, or the one the holder published if that is longer, so that agents
 // with different timings (a rolling update of the timings) never take over early.
@@ -65,38 +55,7 @@ func (e *Elector) followerWait() time.Duration {
 
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	return !now.Before(e.acquirableAt(now))
-}
-
-// acquirableAt is the earliest moment at which a follower may try to take the Lease as
-// last seen: at once for a release or its own record, after the wait for an expiry
-// otherwise, and YieldDelay later for a candidate that should yield.
-func (e *Elector) acquirableAt(now time.Time) time.Time {
-	expiry := e.expiry()
-	at := expiry
-	if e.observed != nil {
-		switch holderOf(e.observed) {
-		case e.cfg.Identity:
-			if e.ownRecord() {
-				return e.observedAt
-			}
-		case "":
-			if e.releaseSeen {
-				at = e.observedAt
-				if e.heldDown(now) {
-					at = minTime(e.resignedAt.Add(e.healthHoldDown()), expiry)
-				}
-			}
-		default:
-			if e.observed.Annotations[YieldAnnotation] == holderOf(e.observed) && !e.defers() && !e.heldDown(now) && !e.recentlyIneligible(now) {
-				return e.observedAt // the holder offers the lead
-			}
-		}
-	}
-	if e.defers() {
-		at = at.Add(YieldDelay)
-	}
-	return at
+	return !now.Before(e.view(now).acquirableAt(now))
 }
 
 // YieldDelay is how much later than the others a candidate that should yield (Config.Yield)
@@ -125,19 +84,6 @@ func (e *Elector) offersLead() bool { return e.cfg.Yield != nil && e.cfg.Yield(t
 // defers reports whether this candidate, as follower, should let the others take over first.
 func (e *Elector) defers() bool { return e.cfg.Yield != nil && e.cfg.Yield(false) }
 
-// heldDown reports whether this candidate resigned for lack of eligibility less than
-// healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
-// the other candidates get it first, so that a flapping node (an API server in a restart
-// loop) does not win its own release back and move the VIP again and again. It still
-// takes a Lease that nobody renewed for a lease duration.
-func (e *Elector) heldDown(now time.Time) bool {
-	return !e.resignedAt.IsZero() && now.Before(e.resignedAt.Add(e.healthHoldDown()))
-}
-
-// healthHoldDown is how long a candidate that resigned for lack of eligibility leaves
-// releases to the others: two lease durations.
-func (e *Elector) healthHoldDown() time.Duration { return 2 * e.cfg.Timings.LeaseDuration }
-
 // OfferHoldDown is how long a candidate must have stayed eligible before it takes a
 // holder's offer (Config.Yield). An offer moves the VIP on purpose, for a benefit that only
 // counts when a node fails later; a node whose kube-apiserver crash-loops would take each
@@ -145,9 +91,3 @@ func (e *Elector) healthHoldDown() time.Duration { return 2 * e.cfg.Timings.Leas
 // crash. Five minutes is kubelet's longest crash-loop back-off, so a node in such a loop
 // never takes an offer. A release or an expired Lease is still taken at once.
 const OfferHoldDown = 5 * time.Minute
-
-// recentlyIneligible reports whether this candidate was not eligible less than
-// OfferHoldDown ago.
-func (e *Elector) recentlyIneligible(now time.Time) bool {
-	return !e.ineligibleAt.IsZero() && now.Before(e.ineligibleAt.Add(OfferHoldDown))
-}
