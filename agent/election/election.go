@@ -256,7 +256,7 @@ func (e *Elector) Run(ctx context.Context) error {
 
 // view is the state decide looks at. It asks Config's functions (MayKeep for a leader,
 // Eligible and Yield for a follower) and draws the follower's retry.
-func (e *Elector) view(now time.Time) view {
+func (e *Elector) view() view {
 	v := view{
 		timings: e.cfg.Timings, identity: e.cfg.Identity, leading: e.leading,
 		exists: e.observed != nil, holder: holderOf(e.observed), ownRecord: e.ownRecord(),
@@ -278,7 +278,7 @@ func (e *Elector) view(now time.Time) view {
 // step does what decide says: renew, give up, or try to acquire.
 func (e *Elector) step(ctx context.Context) {
 	now := e.clock.Now()
-	v := e.view(now)
+	v := e.view()
 	if !e.leading {
 		e.noteEligibility(v.eligible, now)
 	}
@@ -313,7 +313,7 @@ func (e *Elector) noteEligibility(eligible bool, now time.Time) {
 // nextWakeup is how long the loop may sleep before step has something to do.
 func (e *Elector) nextWakeup() time.Duration {
 	now := e.clock.Now()
-	_, at := decide(e.view(now), now)
+	_, at := decide(e.view(), now)
 	return max(at.Sub(now), 0)
 }
 

@@ -55,7 +55,7 @@ func (e *Elector) followerWait() time.Duration {
 
 // canAcquire says whether a follower may try to take the Lease now.
 func (e *Elector) canAcquire(now time.Time) bool {
-	return !now.Before(e.view(now).acquirableAt(now))
+	return !now.Before(e.view().acquirableAt(now))
 }
 
 // YieldDelay is how much later than the others a candidate that should yield (Config.Yield)
