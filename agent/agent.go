@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +26,6 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
 	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
-	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
 
@@ -75,13 +73,14 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	defer func() { _ = announcer.Close() }()
 
-	var elector *election.Elector
+	n := &node{log: log, metrics: m}
 	guard := arp.NewGuard(iface, address)
 	defer func() { _ = guard.Close() }()
 	k := newKeeper(keeperOptions{
 		Address: addr, Announcer: announcer, Guard: guard, Clock: clk, Log: log, Metrics: m,
-		ARPInterval: cfg.ARPInterval, OnUnfit: func() { elector.Poke() },
+		ARPInterval: cfg.ARPInterval, OnUnfit: n.onUnfit,
 	})
+	n.keeper = k
 	// Whatever happens, the VIP does not outlive the agent.
 	defer k.drop("the agent exits")
 
@@ -90,68 +89,38 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Period: cfg.HealthPeriod, ServedCovers: cfg.RetryPeriod + cfg.HealthPeriod,
 		Timeout: cfg.HealthTimeout, FailureThreshold: cfg.HealthFailureThreshold,
 		UnreadyHold: cfg.UnreadyHold, Clock: clk, Log: log,
-		Observe: func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
-		OnChange: func(s health.Status) {
-			log.Info("Health changed", "healthy", s.Healthy, "holdable", s.Holdable, "reason", s.Reason)
-			m.apiserverHealthy.Set(gaugeValue(s.Healthy))
-			// The keeper acts at once, even if the election is blocked in a renewal; the
-			// election then ends the term and releases the Lease.
-			k.SetHealthy(s.Holdable)
-			elector.Poke()
-		},
+		Observe:  func(d time.Duration, _ bool) { m.probeDuration.Observe(d.Seconds()) },
+		OnChange: n.onHealthChanged,
 	})
 	if err != nil {
 		return err
 	}
+	n.monitor = monitor
 	leases = &reportingLeases{LeaseClient: leases, signals: monitor}
 	peerSource, err := peers.New(restConfig, peers.Options{Static: cfg.PeerAPIServerURLs, Log: log.WithName("peers")})
 	if err != nil {
 		return err
 	}
 	fallbacks := newPeerLeases(cfg, restConfig, peerSource.URLs, log)
-	var leading atomic.Bool
-	etcdLeader, err := newEtcdLeader(cfg, m, clk, log, leading.Load)
+	etcdLeader, err := newEtcdLeader(cfg, m, clk, log, n.leading.Load)
 	if err != nil {
 		return err
 	}
-	var yield func(bool) bool
-	if etcdLeader != nil {
-		// A leader offers the lead only once the VIP is on its NIC: the taker's guard then
-		// finds it answering and waits until it is gone. An offer made during the leader's
-		// own takeover guard would let both guards pass at once. Deferring as a follower is
-		// always safe.
-		yield = func(leading bool) bool {
-			return etcdLeader.Yield(leading) && (!leading || k.Holding())
-		}
-	}
-	elector, err = election.New(election.Config{
+	n.etcd = etcdLeader
+	elector, err := election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks.clients, Name: cfg.LeaseName, Identity: cfg.NodeName,
-		Timings: cfg.timings(),
-		// A keeper that could not put the VIP on for failureGrace makes the node give the
-		// lead up, so that a peer serves.
-		Eligible: func() bool { return monitor.Healthy() && k.fit() },
-		MayKeep:  func() bool { return monitor.Holdable() && k.fit() },
-		Yield:    yield, Clock: clk, Log: log,
-		// Holding through an etcd election is safe because every takeover, IPv4 and IPv6,
-		// probes for this node first (docs/agent.md, "Holding through an etcd election").
-		HoldThroughStall: func() bool { return monitor.Holdable() && k.fit() },
+		Timings: cfg.timings(), Clock: clk, Log: log,
+		Eligible: n.eligible, MayKeep: n.mayKeep, Yield: n.yield, HoldThroughStall: n.holdThroughStall,
 		Callbacks: election.Callbacks{
-			OnLeading: func(term timing.Term, newTerm bool) {
-				leading.Store(true)
-				k.Leading(term, newTerm)
-			},
-			OnStoppedLeading: func(reason string) bool {
-				leading.Store(false)
-				return k.Following(reason)
-			},
-			OnNewLeader: func(holder string) {
-				log.V(1).Info("Lease holder changed", "holder", holder)
-			},
+			OnLeading:        n.onLeading,
+			OnStoppedLeading: n.onStoppedLeading,
+			OnNewLeader:      n.onNewLeader,
 		},
 	})
 	if err != nil {
 		return err
 	}
+	n.elector = elector
 
 	if err := removeStaleVIP(ctx, log, leases, cfg, addr, k); err != nil {
 		return err

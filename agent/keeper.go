@@ -216,49 +216,88 @@ const (
 	notLeading       // no takeover runs: the guard's socket may close
 )
 
+// state is where the keeper stands in the current term.
+type state int
+
+const (
+	off       state = iota // not leading: no VIP; a VIP found on the NIC is removed
+	suspended              // leading, but the health gate is closed: no VIP, the term goes on
+	over                   // the term ended without a renewal: the VIP goes now
+	probing                // the VIP is off in this term: the guard probes before it is added
+	held                   // the VIP is on: refreshed and announced
+	lapsing                // past the term's RefreshBy: announced, not refreshed; it runs out unless a renewal comes
+)
+
+func (s state) String() string {
+	return [...]string{"off", "suspended", "over", "probing", "held", "lapsing"}[s]
+}
+
+func (k *keeper) stateLocked(now time.Time) state {
+	switch {
+	case k.term.End.IsZero():
+		return off
+	case k.suspended:
+		return suspended
+	case !now.Before(k.term.End):
+		return over
+	case !k.present:
+		return probing
+	case now.After(k.term.RefreshBy):
+		return lapsing
+	}
+	return held
+}
+
 func (k *keeper) reconcileLocked(ctx context.Context) step {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
-	if k.term.End.IsZero() || k.suspended {
-		// Not leading, or not healthy: this node must not hold the VIP. This also retries
-		// a removal that failed (every tick) and clears a VIP that somebody else put here
-		// (every followerSweep).
-		if now.Before(k.nextSweep) {
-			return notLeading
-		}
-		removed, err := k.addr.Remove()
-		if err != nil {
-			k.log.Error(err, "Removing the VIP failed")
-			return notLeading
-		}
-		k.nextSweep = now.Add(followerSweep)
-		if removed {
-			k.present = false
-			k.metrics.vipPresent.Set(0)
-			k.log.Info("Removed the VIP from a node that does not lead")
-		}
+	switch k.stateLocked(now) {
+	case off, suspended:
+		k.sweepLocked(now)
 		return notLeading
-	}
-	if !now.Before(k.term.End) {
+	case over:
 		k.dropLocked("the term ended without a renewal")
-		return done
-	}
-	if !k.present {
+	case probing:
 		return takeoverDue
-	}
-	if now.After(k.term.RefreshBy) {
+	case lapsing:
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
 		// takeover by more than the kernel's lateness (the next leader's guard would wait
 		// for it); the last refresh runs out by itself unless a renewal starts a new term
 		// first. Announcements continue.
 		k.announceLocked(ctx, now)
-		return done
+	case held:
+		k.refreshLocked(ctx, now)
 	}
+	return done
+}
+
+// sweepLocked removes a VIP this node must not hold. It also retries a removal that failed
+// (every tick) and clears a VIP that somebody else put here (every followerSweep).
+func (k *keeper) sweepLocked(now time.Time) {
+	if now.Before(k.nextSweep) {
+		return
+	}
+	removed, err := k.addr.Remove()
+	if err != nil {
+		k.log.Error(err, "Removing the VIP failed")
+		return
+	}
+	k.nextSweep = now.Add(followerSweep)
+	if removed {
+		k.present = false
+		k.metrics.vipPresent.Set(0)
+		k.log.Info("Removed the VIP from a node that does not lead")
+	}
+}
+
+// refreshLocked refreshes the VIP's kernel lifetime, or adds it back if somebody removed
+// it, and announces it.
+func (k *keeper) refreshLocked(ctx context.Context, now time.Time) {
 	added, err := k.addr.Ensure()
 	if err != nil {
 		k.log.Error(err, "Refreshing the VIP failed")
-		return done
+		return
 	}
 	// Re-check after the write: a process frozen between the check above and the write may
 	// have resumed after its term, when another node may already hold the VIP; remove it
@@ -266,7 +305,7 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 	// next leader's guard waits for it.)
 	if !k.clock.Now().Before(k.term.End) {
 		k.dropLocked("the VIP was refreshed after the term ended")
-		return done
+		return
 	}
 	if added {
 		// Somebody removed it meanwhile; it is back, so announce it again.
@@ -274,7 +313,6 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 		k.burstFrom, k.nextBurst = now, 0
 	}
 	k.announceLocked(ctx, now)
-	return done
 }
 
 // announceLocked sends the takeover burst and then the periodic refresh.

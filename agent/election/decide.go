@@ -1,0 +1,196 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package election
+
+import (
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// action is what the elector does at a step; decide returns it with the moment to look again.
+type action int
+
+const (
+	// idle: nothing to do before wakeAt, a change of the Lease or a Poke.
+	idle action = iota
+	// renew: the leader renews, a retry period after its last renewal or at once after a
+	// late one.
+	renew
+	// stepDown: the Lease names another holder; the term ends and there is nothing to release.
+	stepDown
+	// resign: the leader may not keep leading (MayKeep); it ends its term and releases.
+	resign
+	// expire: the term ended without a renewal; the leader stops and releases.
+	expire
+	// acquire: a follower takes a release, its own record or an offer at once.
+	acquire
+	// takeOver: nobody renewed the Lease for the follower's wait; it reads the Lease to
+	// confirm (confirmExpiry), then takes it.
+	takeOver
+)
+
+func (a action) String() string {
+	return [...]string{"idle", "renew", "stepDown", "resign", "expire", "acquire", "takeOver"}[a]
+}
+
+// view is everything decide looks at: the elector's state and what its Config's functions
+// said at one moment.
+type view struct {
+	timings  timing.Timings
+	identity string
+	leading  bool
+
+	// The Lease as last seen: exists is false before the first read and after a deletion.
+	exists      bool
+	holder      string
+	ownRecord   bool // it carries the record this process wrote last
+	releaseSeen bool // it is a release record (isRelease)
+	offered     bool // its holder offers the lead (YieldAnnotation)
+	observedAt  time.Time
+	// wait is the follower's wait after observedAt (followerWait); stallNotBefore delays a
+	// takeover after a stalled read (confirmExpiry).
+	wait           time.Duration
+	stallNotBefore time.Time
+
+	// The leader's term.
+	mayKeep      bool
+	renewStarted time.Time
+	lastAttempt  time.Time
+	renewLate    bool
+	stalled      bool
+
+	// The follower.
+	eligible     bool
+	defers       bool
+	retry        time.Duration // after a failed takeover write (followerRetry)
+	resignedAt   time.Time
+	ineligibleAt time.Time
+}
+
+// decide returns what the elector does now and when it looks again at the latest. The step
+// acts on the action; the loop sleeps until the wakeAt of the view after the step (for
+// stepDown, resign and expire that is a follower's: the step ends the term).
+func decide(v view, now time.Time) (action, time.Time) {
+	if v.leading {
+		return v.leaderAction(now), v.leaderWake(now)
+	}
+	if !v.eligible {
+		return idle, now.Add(v.timings.RetryPeriod) // re-check eligibility; Poke wakes us earlier
+	}
+	at := v.acquirableAt(now)
+	switch {
+	case now.Before(at):
+		return idle, at
+	case at.Before(v.expiry()):
+		return acquire, now.Add(v.retry) // the retry, if this attempt fails
+	default:
+		return takeOver, now.Add(v.retry)
+	}
+}
+
+func (v view) leaderAction(now time.Time) action {
+	switch {
+	case v.exists && v.holder != v.identity:
+		return stepDown
+	case !v.mayKeep:
+		return resign
+	case !now.Before(v.termEnd()):
+		return expire
+	case v.renewLate || !now.Before(v.renewStarted.Add(v.timings.RetryPeriod)):
+		return renew
+	}
+	return idle
+}
+
+// leaderWake is when a leader looks again: at its next renewal, soon after a failed one.
+func (v view) leaderWake(now time.Time) time.Time {
+	switch {
+	case v.renewLate:
+		return now
+	case v.stalled:
+		// Retry as soon as the last attempt's own timeout would have passed: etcd may have a
+		// leader again any moment. At most one attempt per StalledRetryTimeout.
+		return minTime(v.lastAttempt.Add(timing.StalledRetryTimeout), v.termEnd())
+	}
+	at := v.renewStarted.Add(v.timings.RetryPeriod)
+	if now.After(at) {
+		// A renewal failed; retry soon, but wake up at the deadline at the latest.
+		at = minTime(now.Add(v.timings.RetryPeriod/4), v.termEnd())
+	}
+	return at
+}
+
+func (v view) termEnd() time.Time { return termEnd(v.timings, v.renewStarted, v.stalled) }
+
+// termEnd is when a term ends unless renewed: RenewDeadline after the start of the last
+// successful write, StalledWriteHold later while the term is held through a stall.
+func termEnd(t timing.Timings, renewStarted time.Time, stalled bool) time.Time {
+	term := t.TermFrom(renewStarted)
+	if stalled {
+		term = t.StalledTerm(term)
+	}
+	return term.End
+}
+
+// acquirableAt is the earliest moment at which a follower may try to take the Lease as
+// last seen: at once for a release or its own record, after the wait for an expiry
+// otherwise, and YieldDelay later for a candidate that should yield.
+func (v view) acquirableAt(now time.Time) time.Time {
+	expiry := v.expiry()
+	at := expiry
+	if v.exists {
+		switch v.holder {
+		case v.identity:
+			if v.ownRecord {
+				return v.observedAt
+			}
+		case "":
+			if v.releaseSeen {
+				at = v.observedAt
+				if v.heldDown(now) {
+					at = minTime(v.resignedAt.Add(v.healthHoldDown()), expiry)
+				}
+			}
+		default:
+			if v.offered && !v.defers && !v.heldDown(now) && !v.recentlyIneligible(now) {
+				return v.observedAt // the holder offers the lead
+			}
+		}
+	}
+	if v.defers {
+		at = at.Add(YieldDelay)
+	}
+	return at
+}
+
+// expiry is when the Lease as last seen expires for this follower: its wait after the last
+// change it saw, and not before a stalled read allows (confirmExpiry).
+func (v view) expiry() time.Time {
+	at := v.observedAt.Add(v.wait)
+	if at.Before(v.stallNotBefore) {
+		return v.stallNotBefore
+	}
+	return at
+}
+
+// heldDown reports whether this candidate resigned for lack of eligibility less than
+// healthHoldDown ago. Such a candidate does not take a release at once, whoever released:
+// the other candidates get it first, so that a flapping node (an API server in a restart
+// loop) does not win its own release back and move the VIP again and again. It still
+// takes a Lease that nobody renewed for a lease duration.
+func (v view) heldDown(now time.Time) bool {
+	return !v.resignedAt.IsZero() && now.Before(v.resignedAt.Add(v.healthHoldDown()))
+}
+
+// healthHoldDown is how long a candidate that resigned for lack of eligibility leaves
+// releases to the others: two lease durations.
+func (v view) healthHoldDown() time.Duration { return 2 * v.timings.LeaseDuration }
+
+// recentlyIneligible reports whether this candidate was not eligible less than
+// OfferHoldDown ago.
+func (v view) recentlyIneligible(now time.Time) bool {
+	return !v.ineligibleAt.IsZero() && now.Before(v.ineligibleAt.Add(OfferHoldDown))
+}

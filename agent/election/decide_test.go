@@ -1,0 +1,110 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package election
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// TestDecide takes each branch of the elector once, with the default timings (R = 1060 ms,
+// D = 1360 ms, L = 1470 ms); times are milliseconds after the start of the last write
+// (a leader) or after the follower saw the last change of the Lease.
+func TestDecide(t *testing.T) {
+	tm := timing.Defaults()
+	const ms = time.Millisecond
+	r, d, l := tm.RetryPeriod, tm.RenewDeadline, tm.LeaseDuration
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	const retry = 300 * ms // a follower's drawn retry after a failed takeover write
+
+	leader := func(change func(*view)) view {
+		v := view{timings: tm, identity: "a", leading: true, exists: true, holder: "a", ownRecord: true,
+			observedAt: t0, wait: l, mayKeep: true, renewStarted: t0, lastAttempt: t0}
+		if change != nil {
+			change(&v)
+		}
+		return v
+	}
+	follower := func(change func(*view)) view {
+		v := view{timings: tm, identity: "b", exists: true, holder: "a", observedAt: t0, wait: l,
+			eligible: true, retry: retry}
+		if change != nil {
+			change(&v)
+		}
+		return v
+	}
+	released := func(v *view) { v.holder, v.releaseSeen = "", true }
+	offered := func(v *view) { v.offered = true }
+
+	for _, tc := range []struct {
+		name string
+		v    view
+		now  time.Duration
+		want action
+		wake time.Duration
+	}{
+		// The leader.
+		{"leader between renewals waits for the next", leader(nil), 500 * ms, idle, r},
+		{"leader renews a retry period after its last renewal", leader(nil), r, renew, r},
+		{"leader whose renewal failed retries a quarter period later", leader(nil), r + 20*ms, renew, r + 20*ms + r/4},
+		{"leader retries at the end of its term at the latest", leader(nil), d - 100*ms, renew, d},
+		{"leader whose write came late renews at once", leader(func(v *view) { v.renewLate = true }), 300 * ms, renew, 300 * ms},
+		{"leader ends its term at the deadline", leader(nil), d, expire, d},
+		{"leader steps down when the Lease names another holder", leader(func(v *view) { v.holder = "b" }), 500 * ms, stepDown, r},
+		{"leader that may not keep leading resigns", leader(func(v *view) { v.mayKeep = false }), 500 * ms, resign, r},
+		{"leader holding through a stall retries after the attempt's timeout",
+			leader(func(v *view) { v.stalled, v.lastAttempt = true, at(d) }), d + 100*ms, renew, d + timing.StalledRetryTimeout},
+		{"leader holding through a stall keeps its term past the deadline",
+			leader(func(v *view) { v.stalled, v.lastAttempt = true, at(d+timing.StalledWriteHold-100*ms) }),
+			d + timing.StalledWriteHold - 50*ms, renew, d + timing.StalledWriteHold},
+		{"leader whose stall outlasts the hold ends its term",
+			leader(func(v *view) { v.stalled, v.lastAttempt = true, at(d+timing.StalledWriteHold-100*ms) }),
+			d + timing.StalledWriteHold, expire, d + timing.StalledWriteHold},
+
+		// The follower.
+		{"follower that is not eligible looks again a retry period later", follower(func(v *view) { v.eligible = false; released(v) }),
+			500 * ms, idle, 500*ms + r},
+		{"follower waits for a held Lease to expire", follower(nil), 500 * ms, idle, l},
+		{"follower takes an expired Lease after a read", follower(nil), l, takeOver, l + retry},
+		{"follower waits the longer lease duration the holder published", follower(func(v *view) { v.wait = 3 * time.Second }),
+			l, idle, 3 * time.Second},
+		{"follower waits for a deleted Lease as for an expiry", follower(func(v *view) { v.exists, v.holder = false, "" }),
+			l, takeOver, l + retry},
+		{"follower takes a release at once", follower(released), 0, acquire, retry},
+		{"follower takes back its own record at once", follower(func(v *view) { v.holder, v.ownRecord = "b", true }), 0, acquire, retry},
+		{"follower waits for its own name in a record it did not write", follower(func(v *view) { v.holder = "b" }), 0, idle, l},
+		{"follower takes an offer at once", follower(offered), 0, acquire, retry},
+		{"follower that resigned leaves a release to the others", follower(func(v *view) { released(v); v.resignedAt = at(-100 * ms) }),
+			0, idle, l},
+		{"follower that resigned takes an unclaimed release once held down no longer",
+			follower(func(v *view) { released(v); v.resignedAt = at(-2*l + 500*ms) }), 500 * ms, acquire, 500*ms + retry},
+		{"follower that resigned ignores an offer", follower(func(v *view) { offered(v); v.resignedAt = t0 }), 0, idle, l},
+		{"follower that was recently not eligible ignores an offer",
+			follower(func(v *view) { offered(v); v.ineligibleAt = at(-OfferHoldDown + ms) }), 0, idle, l},
+		{"follower takes an offer once it stayed eligible for the hold-down",
+			follower(func(v *view) { offered(v); v.ineligibleAt = at(-OfferHoldDown) }), 0, acquire, retry},
+		{"follower that should yield takes a release YieldDelay later", follower(func(v *view) { released(v); v.defers = true }),
+			0, idle, YieldDelay},
+		{"follower that should yield takes a release after YieldDelay", follower(func(v *view) { released(v); v.defers = true }),
+			YieldDelay, acquire, YieldDelay + retry},
+		{"follower that should yield ignores an offer", follower(func(v *view) { offered(v); v.defers = true }),
+			0, idle, l + YieldDelay},
+		{"follower that should yield takes an expired Lease after the others", follower(func(v *view) { v.defers = true }),
+			l + YieldDelay, takeOver, l + YieldDelay + retry},
+		{"follower whose read stalled leaves the holder time to renew",
+			follower(func(v *view) { v.stallNotBefore = at(l + timing.StalledTakeoverDelay) }), l, idle, l + timing.StalledTakeoverDelay},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, wake := decide(tc.v, at(tc.now))
+			if got != tc.want || !wake.Equal(at(tc.wake)) {
+				t.Errorf("decide at %v = %v, wake at %v; want %v, wake at %v",
+					tc.now, got, wake.Sub(t0), tc.want, tc.wake)
+			}
+		})
+	}
+}

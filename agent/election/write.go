@@ -1,0 +1,234 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package election
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// sync reads the Lease, creating it when it does not exist yet.
+func (e *Elector) sync(ctx context.Context) error {
+	for {
+		lease, err := e.get(ctx)
+		if err == nil {
+			e.observe(lease, true)
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			e.log.Error(err, "Reading the Lease failed, retrying")
+		} else if lease, err = e.create(ctx); err == nil {
+			e.observe(lease, true)
+			return nil
+		} else if apierrors.IsAlreadyExists(err) {
+			continue // another candidate created it a moment ago; read it
+		} else {
+			e.log.Error(err, "Creating the Lease failed, retrying")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.clock.After(e.cfg.Timings.RetryPeriod):
+		}
+	}
+}
+
+// create creates the Lease: held by this candidate if it leads (its term goes on after
+// somebody deleted the Lease), else unheld, to be competed for through updates.
+func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: e.cfg.Name}}
+	e.stamp(lease)
+	if e.leading {
+		now := storedTime(e.clock.Now())
+		lease.Spec.HolderIdentity = &e.cfg.Identity
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+	}
+	if e.leading {
+		e.lastWrite = lease.Spec.RenewTime
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, e.cfg.Timings.RetryPeriod)
+	defer cancel()
+	return e.cfg.Leases.Create(reqCtx, lease, metav1.CreateOptions{})
+}
+
+// get reads the Lease, bounded by a retry period: an API server that hangs must not stall
+// the state machine. Its result is authoritative (a linearizable read).
+func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
+	reqCtx, cancel := context.WithTimeout(ctx, e.cfg.Timings.RetryPeriod)
+	defer cancel()
+	return e.cfg.Leases.Get(reqCtx, e.cfg.Name, metav1.GetOptions{})
+}
+
+// tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
+func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
+	start := e.clock.Now()
+	e.renewLate = false // a failed write is retried at the usual pace
+	if e.observed == nil {
+		lease, err := e.create(ctx)
+		if apierrors.IsAlreadyExists(err) {
+			// Somebody recreated it first: read it and decide again in step, which also
+			// ends a term if the new Lease names another holder.
+			if lease, err = e.get(ctx); err == nil {
+				e.observe(lease, true)
+			}
+			return
+		}
+		if err != nil {
+			e.log.Error(err, "Creating the Lease failed")
+			return
+		}
+		e.observe(lease, true)
+	}
+
+	deadline := start.Add(e.cfg.Timings.RetryPeriod)
+	e.lastAttempt = start
+	if e.leading {
+		deadline = e.renewDeadline(start)
+	}
+	reqCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	lease := e.observed.DeepCopy()
+	renewing := holderOf(lease) == e.cfg.Identity
+	now := storedTime(start)
+	lease.Spec.HolderIdentity = &e.cfg.Identity
+	e.stamp(lease)
+	lease.Spec.RenewTime = &now
+	if !renewing || lease.Spec.AcquireTime == nil {
+		lease.Spec.AcquireTime = &now
+		transitions := int32(0)
+		if lease.Spec.LeaseTransitions != nil {
+			transitions = *lease.Spec.LeaseTransitions
+		}
+		if holderOf(e.observed) != "" || transitions > 0 {
+			transitions++
+		}
+		lease.Spec.LeaseTransitions = &transitions
+	}
+
+	e.lastWrite = lease.Spec.RenewTime
+	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			// Somebody else wrote first; read what they wrote. (During a stalled hold that
+			// may be an earlier attempt of this leader that committed after its timeout: the
+			// Lease then still names this node, and step keeps the term.)
+			if fresh, gerr := e.get(ctx); gerr == nil {
+				if !e.leading {
+					e.rewatchIfBehind(fresh)
+				}
+				e.observe(fresh, true)
+			}
+		}
+		if e.leading {
+			e.log.V(1).Info("Renewing the Lease failed", "error", err.Error())
+			e.noteRenewalFailure(err)
+		} else {
+			e.failedAcquisitions++
+			e.log.V(1).Info("Acquiring the Lease failed", "error", err.Error())
+		}
+		return
+	}
+	e.failedAcquisitions = 0
+	e.observe(updated, true)
+	if e.stalled {
+		e.stalled = false
+		e.log.Info("Renewed the Lease after a stall", "heldThroughStallFor", e.clock.Since(e.stalledAt).String())
+	}
+	e.renewStarted = start
+	term := e.cfg.Timings.TermFrom(start)
+	// A write that took longer than the refresh window (an etcd leader change, a loaded
+	// API server) gives a term in which the VIP may not be refreshed; renewing again at
+	// once costs one write and gives a fresh term, instead of a VIP that lapses until the
+	// next regular renewal (a takeover would add no VIP for a whole retry period).
+	e.renewLate = e.clock.Now().After(term.RefreshBy)
+	newTerm := !e.leading
+	if newTerm {
+		e.leading = true
+		e.log.Info("Became leader", "reason", acquireReason(renewing))
+	}
+	if e.cfg.Callbacks.OnLeading != nil {
+		e.cfg.Callbacks.OnLeading(term, newTerm)
+	}
+}
+
+// renewDeadline is the deadline of a renewal that starts at start. A renewal that may turn
+// into a stalled hold ends StalledDecisionMargin before the term, so that the keeper learns
+// of the hold before it would remove the VIP at the end of the term; during the hold each
+// attempt has StalledRetryTimeout.
+func (e *Elector) renewDeadline(start time.Time) time.Time {
+	end := e.termEnd()
+	switch {
+	case e.stalled:
+		return minTime(start.Add(timing.StalledRetryTimeout), end)
+	case e.mayHoldThroughStall():
+		return end.Add(-timing.StalledDecisionMargin)
+	}
+	return end
+}
+
+func (e *Elector) mayHoldThroughStall() bool {
+	return e.cfg.HoldThroughStall != nil && e.cfg.HoldThroughStall()
+}
+
+// noteRenewalFailure starts or ends a stalled hold after a failed renewal. A failure that
+// gives no verdict on the Lease (a timeout, a server error, etcd without a leader) starts
+// one where HoldThroughStall allows; a definite rejection, a refused connection (the local
+// kube-apiserver is gone) or a closed health gate ends it. A conflict changes nothing here:
+// the re-read decides in step whether another node holds the Lease now.
+func (e *Elector) noteRenewalFailure(err error) {
+	if apierrors.IsConflict(err) {
+		return
+	}
+	hold := stallError(err) && e.mayHoldThroughStall()
+	if hold == e.stalled {
+		return
+	}
+	e.stalled = hold
+	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	if hold {
+		e.stalledAt = e.clock.Now()
+		term = e.cfg.Timings.StalledTerm(term)
+		e.log.Info("Renewals stall; holding the term through the stall", "until", term.End.Format(time.RFC3339Nano), "error", err.Error())
+	} else {
+		e.log.Info("Not holding the term through the stall any more", "error", err.Error())
+	}
+	if e.cfg.Callbacks.OnLeading != nil {
+		e.cfg.Callbacks.OnLeading(term, false)
+	}
+}
+
+// stallError reports whether a failed write gave no verdict on the Lease: it timed out, or
+// the API server or etcd could not serve it for now. A rejection (forbidden, invalid, not
+// found, conflict) or a refused connection is a verdict.
+func stallError(err error) bool {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTooManyRequests(err):
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return false // another answer of the API server
+	}
+	return true // the transport failed after the connection was made
+}
+
+func acquireReason(renewing bool) string {
+	if renewing {
+		return "the Lease already named this node"
+	}
+	return "the Lease was free or expired"
+}

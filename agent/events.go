@@ -1,0 +1,81 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent
+
+import (
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/agent/health"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// node ties the agent's parts together: each on… method is an event one part reports, and
+// its body says which other parts act on it; the others are the questions the election asks.
+// Run fills the fields as it builds the parts, before any of them runs.
+type node struct {
+	log     logr.Logger
+	metrics *metrics
+	keeper  *keeper
+	monitor *health.Monitor
+	etcd    *health.EtcdLeader // nil without --etcd-metrics-url
+	elector *election.Elector
+	// leading mirrors the election's state for the etcd leadership reader, which reads
+	// more often while this node leads.
+	leading atomic.Bool
+}
+
+// onHealthChanged: the local kube-apiserver or the link changed state. The keeper acts at
+// once, even if the election is blocked in a renewal; the election then ends the term and
+// releases the Lease.
+func (n *node) onHealthChanged(s health.Status) {
+	n.log.Info("Health changed", "healthy", s.Healthy, "holdable", s.Holdable, "reason", s.Reason)
+	n.metrics.apiserverHealthy.Set(gaugeValue(s.Healthy))
+	n.keeper.SetHealthy(s.Holdable)
+	n.elector.Poke()
+}
+
+// onUnfit: the keeper could not put the VIP on for failureGrace; the election asks fit on
+// its next step, so that a peer serves.
+func (n *node) onUnfit() { n.elector.Poke() }
+
+// onLeading: a term started or was renewed.
+func (n *node) onLeading(term timing.Term, newTerm bool) {
+	n.leading.Store(true)
+	n.keeper.Leading(term, newTerm)
+}
+
+// onStoppedLeading: the term ended; the Lease is released only if the VIP is gone.
+func (n *node) onStoppedLeading(reason string) (released bool) {
+	n.leading.Store(false)
+	return n.keeper.Following(reason)
+}
+
+// onNewLeader: the Lease names another holder.
+func (n *node) onNewLeader(holder string) {
+	n.log.V(1).Info("Lease holder changed", "holder", holder)
+}
+
+// eligible: this node may take the lead. A keeper that could not put the VIP on for
+// failureGrace makes the node give the lead up, so that a peer serves.
+func (n *node) eligible() bool { return n.monitor.Healthy() && n.keeper.fit() }
+
+// mayKeep: this node may go on leading (the health gate's looser, held state).
+func (n *node) mayKeep() bool { return n.monitor.Holdable() && n.keeper.fit() }
+
+// holdThroughStall: this node may hold its term through stalled renewals. That is safe
+// because every takeover, IPv4 and IPv6, probes for this node first (docs/agent.md,
+// "Holding through an etcd election").
+func (n *node) holdThroughStall() bool { return n.monitor.Holdable() && n.keeper.fit() }
+
+// yield: this node should leave the lead to another one, because its etcd member leads. A
+// leader offers the lead only once the VIP is on its NIC: the taker's guard then finds it
+// answering and waits until it is gone. An offer made during the leader's own takeover
+// guard would let both guards pass at once. Deferring as a follower is always safe.
+func (n *node) yield(leading bool) bool {
+	return n.etcd != nil && n.etcd.Yield(leading) && (!leading || n.keeper.Holding())
+}
