@@ -5,10 +5,13 @@
 package exposure
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -45,4 +48,25 @@ func encodeStatus(status *v1alpha1.ExposureStatus) (*runtime.RawExtension, error
 		return nil, fmt.Errorf("encoding status.providerStatus: %w", err)
 	}
 	return &runtime.RawExtension{Raw: data}, nil
+}
+
+// patchStatus writes status.providerStatus when it differs from what the object has.
+func (a *Actuator) patchStatus(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus) error {
+	current, err := DecodeStatus(exp)
+	if err == nil {
+		current.TypeMeta = status.TypeMeta
+		if equality.Semantic.DeepEqual(current, status) {
+			return nil
+		}
+	}
+	raw, err := encodeStatus(status)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(exp.DeepCopy())
+	exp.Status.ProviderStatus = raw
+	if err := a.client.Status().Patch(ctx, exp, patch); err != nil {
+		return fmt.Errorf("writing status.providerStatus: %w", err)
+	}
+	return nil
 }
