@@ -179,6 +179,7 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 	return &inputs{
 		uid:        exp.UID,
+		namespace:  exp.Namespace,
 		status:     status,
 		identity:   m.identity,
 		mark:       m,
@@ -223,38 +224,28 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	}
 
 	// The floating IP and the node pairs are independent of each other: do them at once.
+	// The pairs work on a copy, as the floating IP step writes its fields of status.
 	var (
 		wg        sync.WaitGroup
 		fipErr    error
 		nodePorts []v1alpha1.NodePort
 		pairsErr  error
-		vip       = status.VIPAddress
+		recorded  = status.DeepCopy()
 	)
+	recorded.PortID = port.ID
 	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, in, port, created, status) })
-	wg.Go(func() {
-		nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, pairSync{networkID: cfg.NetworkID, vip: vip, vipPortID: port.ID, nodes: in.nodes})
-		if len(in.nodes) > 0 {
-			// Pairs, then labels: the agent DaemonSet, applied after this, runs only on
-			// labelled nodes, so it never starts where port security drops the VIP.
-			pairsErr = errors.Join(pairsErr, a.syncPairLabels(ctx, log, vip, in.nodes, nodePorts, nil))
-		}
-	})
+	// Without any control-plane Node (yet) the pairs wait: the node tracker handles the
+	// Nodes as they come. The agent DaemonSet, applied after this, runs only on labelled
+	// nodes, so it never starts where port security drops the VIP.
+	if len(in.nodes) > 0 {
+		wg.Go(func() { nodePorts, _, pairsErr = a.pairNodes(ctx, log, network, in.namespace, recorded, in.nodes) })
+	}
 	wg.Wait()
 	if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {
-		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", vip, nodePortNames(nodePorts))
+		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", recorded.VIPAddress, nodePortNames(nodePorts))
 	}
 	status.NodePorts = nodePorts
 	return status, errors.Join(fipErr, pairsErr)
-}
-
-// ensureNodePairs puts the VIP pair on the ports of the control-plane nodes and removes it
-// from other ports of the network (see syncPairs), and returns the node ports. Without any
-// control-plane Node (yet) it does nothing: the node tracker handles the Nodes as they come.
-func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network neutron, s pairSync) ([]v1alpha1.NodePort, error) {
-	if len(s.nodes) == 0 {
-		return nil, nil
-	}
-	return syncPairs(ctx, log, network, s)
 }
 
 // finish turns transient errors into a requeue with backoff and resets the backoff after
