@@ -21,12 +21,7 @@ func TestKubectlWaitsForVIPHeld(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	identity := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, identity, 1)
-	startController(t, e)
-	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
-	create(t, ctx, e, exp, identity)
-	waitFor(t, ctx, e, exp, "ingress", succeeded)
+	exp, _, _, _ := frontDoor(t, ctx, e)
 
 	bin, err := framework.KubeBinaries()
 	if err != nil {
