@@ -45,12 +45,12 @@ func TestVerificationLeavesOthersPairs(t *testing.T) {
 	if !hasVIPPair(t, ctx, e, bystander.ID, vip) {
 		t.Error("the verification removed the VIP pair from a port that is no control-plane node's")
 	}
-	checkPairs(t, ctx, e, nodes, vip, true)
+	checkPairs(t, ctx, e, nodes[1:], vip, true)
 	after, err := e.neutron.GetPort(ctx, node.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(after.AllowedAddressPairs, users) {
-		t.Errorf("the node port's pairs %v lost the user's %v", after.AllowedAddressPairs, users)
+	if !slices.Contains(after.AllowedAddressPairs, users) || !hasVIPPair(t, ctx, e, node.ID, vip) {
+		t.Errorf("the node port's pairs %v, want the user's %v beside the VIP's", after.AllowedAddressPairs, users)
 	}
 }
