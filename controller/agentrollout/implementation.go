@@ -62,6 +62,9 @@ type Holder struct {
 	LeaseName string
 }
 
+// LeaseNameOf is the Lease the agents of the implementation elect their holder with.
+func LeaseNameOf(impl v1alpha1.AgentImplementation) string { return namesOf(impl).lease }
+
 // Holders lists the pods and Leases of every implementation.
 func Holders() []Holder {
 	return []Holder{

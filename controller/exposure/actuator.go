@@ -7,21 +7,16 @@ package exposure
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -30,67 +25,9 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
-	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
-
-// DefaultVerifyInterval is how long the OpenStack resources of an unchanged exposure are
-// trusted: a healthy exposure is requeued after it and then reads them back (port,
-// floating IP, node ports: three GETs, no write when nothing drifted). Changes of the
-// provider config, the Infrastructure or the control-plane Nodes reconcile at once, and
-// gardener.cloud/operation=reconcile verifies at once.
-const DefaultVerifyInterval = 5 * time.Minute
-
-// DefaultInfrastructureWait is the default of ActuatorOptions.InfrastructureWait.
-const DefaultInfrastructureWait = 5 * time.Minute
-
-// AgentDeployer rolls out the kube-vip-agent; agentrollout.Deployer implements it.
-type AgentDeployer interface {
-	Deploy(ctx context.Context, spec agentrollout.Spec) error
-	// Delete removes the agent; gone is false while agent pods remain.
-	Delete(ctx context.Context, namespace string) (gone bool, err error)
-	Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error)
-}
-
-// ActuatorOptions configure NewActuator.
-type ActuatorOptions struct {
-	// ClientFactory gives the Neutron clients. Required.
-	ClientFactory openstack.ClientFactory
-	// Agent rolls out the node agent. Default: agentrollout.New(mgr.GetClient()) reading
-	// through the API reader, so that no cluster-wide informers for Pods are started.
-	Agent AgentDeployer
-	// AgentImage is the kube-vip-agent image.
-	AgentImage string
-	// KubeVIPImage is the default image of upstream kube-vip (agent.implementation
-	// kube-vip); an exposure may override it with agent.image. Empty: such an exposure
-	// must name its image.
-	KubeVIPImage string
-	// VerifyInterval, see DefaultVerifyInterval.
-	VerifyInterval time.Duration
-	// Clock is the clock for VerifyInterval and verifiedAt. Default: the real clock.
-	Clock clock.PassiveClock
-	// InfrastructureWait is how long a reconciliation waits, in Processing and without an
-	// error, for the Infrastructure's status when the provider config alone is incomplete
-	// (bootstrap: gardenadm reconciles both at once). Default: DefaultInfrastructureWait.
-	InfrastructureWait time.Duration
-	// MinBackoff and MaxBackoff bound the requeue delay after transient failures.
-	// Defaults: 2s and 2m.
-	MinBackoff, MaxBackoff time.Duration
-	// FrontDoorProbe says how the front door is checked before Succeeded. Default:
-	// FrontDoorTCP.
-	FrontDoorProbe FrontDoorProbe
-	// FrontDoorWait bounds the wait for the front door in one reconciliation. Default:
-	// DefaultFrontDoorWait.
-	FrontDoorWait time.Duration
-	// AgentRefreshInterval, see DefaultAgentRefreshInterval.
-	AgentRefreshInterval time.Duration
-	// Dial opens the TCP connection of FrontDoorTCP. Default: a net.Dialer in the
-	// controller's network namespace.
-	Dial func(ctx context.Context, network, address string) (net.Conn, error)
-	// Events records Events on the exposures. Default: the manager's recorder.
-	Events events.EventRecorder
-}
 
 // Actuator reconciles SelfHostedShootExposures of type kube-vip.
 type Actuator struct {
@@ -110,39 +47,7 @@ var _ selfhostedshootexposure.Actuator = (*Actuator)(nil)
 
 // NewActuator returns the actuator.
 func NewActuator(mgr manager.Manager, opts ActuatorOptions) *Actuator {
-	if opts.Agent == nil {
-		opts.Agent = agentrollout.New(mgr.GetClient()).WithReader(mgr.GetAPIReader())
-	}
-	if opts.VerifyInterval == 0 {
-		opts.VerifyInterval = DefaultVerifyInterval
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.InfrastructureWait == 0 {
-		opts.InfrastructureWait = DefaultInfrastructureWait
-	}
-	if opts.MinBackoff == 0 {
-		opts.MinBackoff = 2 * time.Second
-	}
-	if opts.MaxBackoff == 0 {
-		opts.MaxBackoff = 2 * time.Minute
-	}
-	if opts.FrontDoorProbe == "" {
-		opts.FrontDoorProbe = FrontDoorTCP
-	}
-	if opts.FrontDoorWait == 0 {
-		opts.FrontDoorWait = DefaultFrontDoorWait
-	}
-	if opts.AgentRefreshInterval == 0 {
-		opts.AgentRefreshInterval = DefaultAgentRefreshInterval
-	}
-	if opts.Dial == nil {
-		opts.Dial = (&net.Dialer{}).DialContext
-	}
-	if opts.Events == nil {
-		opts.Events = mgr.GetEventRecorder("gardener-extension-kube-vip")
-	}
+	opts = opts.withDefaults(mgr)
 	return &Actuator{
 		client:   mgr.GetClient(),
 		reader:   mgr.GetAPIReader(),
@@ -174,15 +79,27 @@ func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	return ingress(ingressOf(status, internalOnly)), a.finish(exp, err)
 }
 
+// reconcileLocked runs reconcile under the exposure's lock and writes the status it
+// reached, also a partial one with its error: what was found or created so far is kept.
 func (a *Actuator) reconcileLocked(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureStatus, bool, error) {
 	unlock := a.locks.lock(exp.UID)
 	defer unlock()
-	return a.reconcile(ctx, log, exp, cluster)
+	status, internalOnly, err := a.reconcile(ctx, log, exp, cluster)
+	if status == nil {
+		return nil, internalOnly, err
+	}
+	if patchErr := a.patchStatus(ctx, exp, status); patchErr != nil {
+		if err == nil {
+			return status, internalOnly, patchErr
+		}
+		log.Error(patchErr, "Could not record the partial status")
+	}
+	return status, internalOnly, err
 }
 
 // reconcile is the whole flow up to the front door, top-down: gather the inputs, then the
 // VIP port (port.go), its floating IP (floatingip.go), the node ports' pairs (pairs.go),
-// the agent, and the status. The two rules (whose a resource is, what never changes) live
+// the agent; reconcileLocked writes the status it returns. The two rules (whose a resource is, what never changes) live
 // in policy.go; the front door in frontdoor.go; deletion in delete.go; the Neutron calls
 // behind the interface of neutron.go. It returns the status reached and whether the
 // exposure is internal only.
@@ -220,10 +137,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		if err := a.syncPairLabels(ctx, log, status.VIPAddress, in.nodes, status.NodePorts, nil); err != nil {
 			return status, internalOnly, err
 		}
-		if err := a.deployAgent(ctx, exp, in, status); err != nil {
-			return status, internalOnly, err
-		}
-		return status, internalOnly, a.patchStatus(ctx, exp, status)
+		return status, internalOnly, a.deployAgent(ctx, exp, in, status)
 	}
 
 	network, err := a.opts.ClientFactory.Network(ctx, in.auth)
@@ -236,21 +150,13 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	}
 	a.setVerified(exp, status, err)
 	if err != nil {
-		// keep what was found or created so far
 		status.InputsHash = ""
-		if patchErr := a.patchStatus(ctx, exp, status); patchErr != nil {
-			log.Error(patchErr, "Could not record the partial status")
-		}
 		return status, internalOnly, err
 	}
 	status.InputsHash = hash
 	status.VerifiedAt = &metav1.Time{Time: now}
 
-	if err := a.deployAgent(ctx, exp, in, status); err != nil {
-		_ = a.patchStatus(ctx, exp, status)
-		return status, internalOnly, err
-	}
-	return status, internalOnly, a.patchStatus(ctx, exp, status)
+	return status, internalOnly, a.deployAgent(ctx, exp, in, status)
 }
 
 // gatherInputs resolves config, credentials, Infrastructure and control-plane Nodes.
@@ -273,6 +179,7 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 	return &inputs{
 		uid:        exp.UID,
+		namespace:  exp.Namespace,
 		status:     status,
 		identity:   m.identity,
 		mark:       m,
@@ -317,93 +224,28 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	}
 
 	// The floating IP and the node pairs are independent of each other: do them at once.
+	// The pairs work on a copy, as the floating IP step writes its fields of status.
 	var (
 		wg        sync.WaitGroup
 		fipErr    error
 		nodePorts []v1alpha1.NodePort
 		pairsErr  error
-		vip       = status.VIPAddress
+		recorded  = status.DeepCopy()
 	)
+	recorded.PortID = port.ID
 	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, in, port, created, status) })
-	wg.Go(func() {
-		nodePorts, pairsErr = a.ensureNodePairs(ctx, log, network, pairSync{networkID: cfg.NetworkID, vip: vip, vipPortID: port.ID, nodes: in.nodes})
-		if len(in.nodes) > 0 {
-			// Pairs, then labels: the agent DaemonSet, applied after this, runs only on
-			// labelled nodes, so it never starts where port security drops the VIP.
-			pairsErr = errors.Join(pairsErr, a.syncPairLabels(ctx, log, vip, in.nodes, nodePorts, nil))
-		}
-	})
+	// Without any control-plane Node (yet) the pairs wait: the node tracker handles the
+	// Nodes as they come. The agent DaemonSet, applied after this, runs only on labelled
+	// nodes, so it never starts where port security drops the VIP.
+	if len(in.nodes) > 0 {
+		wg.Go(func() { nodePorts, _, pairsErr = a.pairNodes(ctx, log, network, in.namespace, recorded, in.nodes) })
+	}
 	wg.Wait()
 	if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {
-		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", vip, nodePortNames(nodePorts))
+		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", recorded.VIPAddress, nodePortNames(nodePorts))
 	}
 	status.NodePorts = nodePorts
 	return status, errors.Join(fipErr, pairsErr)
-}
-
-// ensureNodePairs puts the VIP pair on the ports of the control-plane nodes and removes it
-// from other ports of the network (see syncPairs), and returns the node ports. Without any
-// control-plane Node (yet) it does nothing: the node tracker handles the Nodes as they come.
-func (a *Actuator) ensureNodePairs(ctx context.Context, log logr.Logger, network neutron, s pairSync) ([]v1alpha1.NodePort, error) {
-	if len(s.nodes) == 0 {
-		return nil, nil
-	}
-	return syncPairs(ctx, log, network, s)
-}
-
-// deployAgent applies the agent's objects; their state is read by checkFrontDoor.
-func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, in *inputs, status *v1alpha1.ExposureStatus) error {
-	image, err := a.agentImage(in.config.Agent)
-	if err != nil {
-		return err
-	}
-	spec := agentrollout.Spec{
-		Namespace:      exp.Namespace,
-		Implementation: v1alpha1.ImplementationOf(in.config.Agent),
-		Image:          image,
-		VIP:            status.VIPAddress,
-		APIServerPort:  exp.Spec.Port,
-		Agent:          in.config.Agent,
-	}
-	if err := a.opts.Agent.Deploy(ctx, spec); err != nil {
-		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
-	}
-	return nil
-}
-
-// agentImage is the image of the agent implementation the config chooses.
-func (a *Actuator) agentImage(agent *v1alpha1.AgentConfig) (string, error) {
-	if v1alpha1.ImplementationOf(agent) != v1alpha1.AgentImplementationKubeVIP {
-		return a.opts.AgentImage, nil
-	}
-	if agent.Image != nil {
-		return *agent.Image, nil
-	}
-	if a.opts.KubeVIPImage == "" {
-		return "", configError("agent.image is required for implementation kube-vip: the extension is deployed without a default kube-vip image")
-	}
-	return a.opts.KubeVIPImage, nil
-}
-
-// patchStatus writes status.providerStatus when it differs from what the object has.
-func (a *Actuator) patchStatus(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus) error {
-	current, err := DecodeStatus(exp)
-	if err == nil {
-		current.TypeMeta = status.TypeMeta
-		if equality.Semantic.DeepEqual(current, status) {
-			return nil
-		}
-	}
-	raw, err := encodeStatus(status)
-	if err != nil {
-		return err
-	}
-	patch := client.MergeFrom(exp.DeepCopy())
-	exp.Status.ProviderStatus = raw
-	if err := a.client.Status().Patch(ctx, exp, patch); err != nil {
-		return fmt.Errorf("writing status.providerStatus: %w", err)
-	}
-	return nil
 }
 
 // finish turns transient errors into a requeue with backoff and resets the backoff after

@@ -30,6 +30,8 @@ type fakeNeutron struct {
 	ports  map[string]*ports.Port
 	fips   map[string]*floatingips.FloatingIP
 	writes []string
+	// listed are the filters of the port lists, in order.
+	listed []openstack.PortFilter
 }
 
 var _ neutron = (*fakeNeutron)(nil)
@@ -68,6 +70,7 @@ func (f *fakeNeutron) FindExternalNetworkByName(context.Context, string) (string
 func (f *fakeNeutron) ListPorts(_ context.Context, filter openstack.PortFilter) ([]ports.Port, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.listed = append(f.listed, filter)
 	var out []ports.Port
 	for _, p := range f.ports {
 		switch {
@@ -167,7 +170,7 @@ func (f *fakeNeutron) updatePairs(port *ports.Port, pairs []ports.AddressPair, o
 }
 
 func (f *fakeNeutron) EnsurePair(_ context.Context, port *ports.Port, ip string) (bool, error) {
-	pairs, changed := openstack.MergePair(port.AllowedAddressPairs, ip)
+	pairs, changed := openstack.MergePair(port.AllowedAddressPairs, ip, port.MACAddress)
 	if !changed {
 		return false, nil
 	}
@@ -175,7 +178,10 @@ func (f *fakeNeutron) EnsurePair(_ context.Context, port *ports.Port, ip string)
 }
 
 func (f *fakeNeutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip string) (bool, error) {
-	pairs := slices.DeleteFunc(slices.Clone(port.AllowedAddressPairs), func(p ports.AddressPair) bool { return p.IPAddress == ip })
+	pairs, changed := openstack.RemovePair(port.AllowedAddressPairs, ip, port.MACAddress)
+	if !changed {
+		return false, nil
+	}
 	return f.updatePairs(port, pairs, "remove pair")
 }
 

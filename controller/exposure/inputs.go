@@ -59,6 +59,8 @@ type inputs struct {
 	event func(eventType, reason, format string, args ...any)
 	// uid is the exposure's own UID (the mark's owner may be an earlier one).
 	uid types.UID
+	// namespace is the exposure's, where its agent runs.
+	namespace string
 	// recordFirst writes the status before the exposure's first create in Neutron (nil:
 	// the status records the identity already), so that a deletion knows for certain
 	// whether anything was ever created.

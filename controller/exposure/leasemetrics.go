@@ -19,9 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
 // LeaseCollector exports, on every scrape, who holds each exposure's agent Lease and how
@@ -43,13 +46,13 @@ type LeaseCollector struct {
 
 var (
 	leaseHolderDesc = prometheus.NewDesc("kube_vip_lease_holder_info",
-		"1 for the node named in the exposure's kube-vip-agent Lease (holder=\"\" when nobody holds it or the Lease is missing).",
+		"1 for the node named in the exposure's agent Lease (kube-vip-cp with implementation kube-vip) (holder=\"\" when nobody holds it or the Lease is missing).",
 		[]string{"namespace", "exposure", "holder"}, nil)
 	leaseAgeDesc = prometheus.NewDesc("kube_vip_lease_renew_age_seconds",
-		"Seconds since the last renewal recorded in the exposure's kube-vip-agent Lease, by the controller's wall clock (absent while the Lease is missing).",
+		"Seconds since the last renewal recorded in the exposure's agent Lease (kube-vip-cp with implementation kube-vip), by the controller's wall clock (absent while the Lease is missing).",
 		[]string{"namespace", "exposure"}, nil)
 	leaseHeldDesc = prometheus.NewDesc("kube_vip_lease_held",
-		"1 while the exposure's kube-vip-agent Lease names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.",
+		"1 while the exposure's agent Lease (kube-vip-cp with implementation kube-vip) names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.",
 		[]string{"namespace", "exposure"}, nil)
 	scrapeErrorDesc = prometheus.NewDesc("kube_vip_lease_scrape_error",
 		"1 when the controller could not read the exposures or a Lease in this scrape.",
@@ -65,7 +68,7 @@ func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector: one list of exposures and one read of a Lease
-// per exposure.
+// per exposure (and a read of its Cluster from the cache when the exposure has no config).
 func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
@@ -83,8 +86,14 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 		if exp.Spec.Type != c.Type || exp.DeletionTimestamp != nil {
 			continue
 		}
+		name, err := c.leaseName(ctx, &exp)
+		if err != nil {
+			c.Log.Error(err, "Reading the exposure's agent implementation for the metrics failed", "namespace", exp.Namespace)
+			failed = 1
+			continue
+		}
 		lease := &coordinationv1.Lease{}
-		err := c.Leases.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: agentrollout.LeaseName}, lease)
+		err = c.Leases.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: name}, lease)
 		switch {
 		case apierrors.IsNotFound(err):
 			ch <- prometheus.MustNewConstMetric(leaseHolderDesc, prometheus.GaugeValue, 1, exp.Namespace, exp.Name, "")
@@ -111,6 +120,26 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(leaseHeldDesc, prometheus.GaugeValue, held, exp.Namespace, exp.Name)
 	}
+}
+
+// leaseName is the Lease of the agent implementation the exposure's config chooses: from
+// the exposure, else from the Shoot in the cached Cluster.
+func (c *LeaseCollector) leaseName(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure) (string, error) {
+	var shoot *gardencorev1beta1.Shoot
+	if exp.Spec.ProviderConfig == nil || len(exp.Spec.ProviderConfig.Raw) == 0 {
+		cluster, err := extensionscontroller.GetCluster(ctx, c.Exposures, exp.Namespace)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("reading the Cluster %s: %w", exp.Namespace, err)
+		}
+		shoot = clusterShoot(cluster)
+	}
+	raw, _ := selectConfig(exp, shoot)
+	cfg, err := DecodeConfig(raw)
+	if err != nil {
+		// The reconciliation reports an unreadable config; the default's Lease is read.
+		return agentrollout.LeaseName, nil //nolint:nilerr
+	}
+	return agentrollout.LeaseNameOf(v1alpha1.ImplementationOf(cfg.Agent)), nil
 }
 
 // registerLeaseCollector registers a LeaseCollector for the exposures of type typ with

@@ -75,25 +75,11 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		log.Info("No control-plane Node observed; leaving the VIP pairs as they are")
 		return nil
 	}
-	retained, waiting, err := a.portsOfDepartingAgents(ctx, exp.Namespace, status, nodes)
-	if err != nil {
-		return err
-	}
 	network, err := a.opts.ClientFactory.Network(ctx, auth)
 	if err != nil {
 		return err
 	}
-	nodePorts, syncErr := syncPairs(ctx, log, network, pairSync{
-		networkID: status.NetworkID,
-		vip:       status.VIPAddress,
-		vipPortID: status.PortID,
-		nodes:     nodes,
-		retain:    portIDs(retained),
-	})
-	// Pairs, then labels: a joining node's agent starts only once its port has the pair.
-	labelErr := a.syncPairLabels(ctx, log, status.VIPAddress, nodes, nodePorts, nodeNames(retained))
-	syncErr = errors.Join(syncErr, labelErr)
-	nodePorts = append(nodePorts, retained...)
+	nodePorts, waiting, syncErr := a.pairNodes(ctx, log, network, exp.Namespace, status, nodes)
 	if len(waiting) > 0 {
 		syncErr = errors.Join(syncErr, fmt.Errorf("%w: %v", errAgentStillRuns, waiting))
 	}
@@ -104,6 +90,28 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		}
 	}
 	return syncErr
+}
+
+// pairNodes puts the VIP pair of status on the ports of nodes and takes it from the
+// recorded node ports of nodes that left, then labels the nodes (pairs, then labels: a
+// joining node's agent starts only once its port has the pair). A departed node whose
+// agent may still hold the VIP keeps its pair and label: its port stays among the returned
+// node ports, and waiting names it.
+func (a *Actuator) pairNodes(ctx context.Context, log logr.Logger, network neutron, namespace string, status *v1alpha1.ExposureStatus, nodes []controlPlaneNode) (nodePorts []v1alpha1.NodePort, waiting []string, err error) {
+	retained, waiting, err := a.portsOfDepartingAgents(ctx, namespace, status, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	nodePorts, err = syncPairs(ctx, log, network, pairSync{
+		networkID: status.NetworkID,
+		vip:       status.VIPAddress,
+		vipPortID: status.PortID,
+		nodes:     nodes,
+		managed:   portIDs(status.NodePorts),
+		retain:    portIDs(retained),
+	})
+	err = errors.Join(err, a.syncPairLabels(ctx, log, status.VIPAddress, nodes, nodePorts, nodeNames(retained)))
+	return append(nodePorts, retained...), waiting, err
 }
 
 // errAgentStillRuns makes the node tracker retry until the agent of a node that left the

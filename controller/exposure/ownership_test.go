@@ -184,3 +184,29 @@ func TestRecordedMarkWins(t *testing.T) {
 		t.Errorf("mark %+v of a new exposure, want the derived identity and its UID", got)
 	}
 }
+
+// TestDescriptionFitsNeutron: the longest identity (200 characters) with an owner gives a
+// description within Neutron's 255 characters, and two such identities that differ only at
+// their end still give different marks.
+func TestDescriptionFitsNeutron(t *testing.T) {
+	long := strings.Repeat("a", 199)
+	seen := map[string]bool{}
+	for _, m := range []mark{
+		{identity: long + "1", owner: "0f9c6c2e-7d3a-4b8e-9a51-2f6d8c4b1e7a"},
+		{identity: long + "2", owner: "0f9c6c2e-7d3a-4b8e-9a51-2f6d8c4b1e7a"},
+		{identity: long + "1"},
+		{identity: "short", owner: "0f9c6c2e-7d3a-4b8e-9a51-2f6d8c4b1e7a"},
+	} {
+		d := m.description()
+		if len(d) > 255 {
+			t.Errorf("the description of identity %.8s… owner %q has %d characters: %s", m.identity, m.owner, len(d), d)
+		}
+		if seen[d] {
+			t.Errorf("two marks share the description %s", d)
+		}
+		seen[d] = true
+	}
+	if d := (mark{identity: "short", owner: "o"}).description(); !strings.Contains(d, "cluster short, owner o ") {
+		t.Errorf("a short identity is changed: %s", d)
+	}
+}

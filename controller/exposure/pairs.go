@@ -35,29 +35,37 @@ type pairSync struct {
 	// vipPortID is never touched.
 	vipPortID string
 	nodes     []controlPlaneNode
+	// managed are the ports the extension put the pair on (status.nodePorts): only they
+	// lose it when they are no control-plane node's port any more.
+	managed []string
 	// retain are ports that keep the VIP pair they have, e.g. of a node that left the
 	// control plane while its agent may still hold the VIP.
 	retain []string
 }
 
-// syncPairs lists the ports of the network once, adds the VIP pair to the ports of the
-// control-plane nodes and removes it from every other port of the network (never from the
-// VIP port; other pairs stay). The VIP is the fixed IP of the VIP port, so a VIP pair on
-// another port of the network can only come from this extension. It returns the node
-// ports that carry the pair (a port whose update failed is not among them); a node
-// without a port yields errNodePortMissing after the others are done.
-// A node port with port security disabled needs no pair (Neutron refuses one with
+// syncPairs adds the VIP pair to the ports of the control-plane nodes and removes it from
+// the managed ports that are no node's port any more and not retained. Ports the extension
+// never managed keep a VIP pair someone put there, and a pair with another MAC is never the
+// extension's (openstack.HasPair). It reads the node ports in one list filtered by their
+// addresses, and a managed port outside it by ID, so that a steady verification reads only
+// the node ports. It returns the node ports that carry the pair (a port whose update failed
+// is not among them); a node without a port yields errNodePortMissing after the others are
+// done. A node port with port security disabled needs no pair (Neutron refuses one with
 // AddressPairAndPortSecurityRequired): it is logged and reported with
 // PortSecurityDisabled, and the exposure goes on.
 func syncPairs(ctx context.Context, log logr.Logger, network neutron, s pairSync) ([]v1alpha1.NodePort, error) {
-	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: s.networkID})
+	ips := make([]string, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		ips = append(ips, n.IP)
+	}
+	list, err := network.ListPorts(ctx, openstack.PortFilter{NetworkID: s.networkID, FixedIPs: ips})
 	if err != nil {
 		return nil, err
 	}
-	byIP := map[string]*ports.Port{}
-	for i := range list {
-		for _, ip := range list[i].FixedIPs {
-			byIP[ip.IPAddress] = &list[i]
+	byIP := map[string]ports.Port{}
+	for _, p := range list {
+		for _, ip := range p.FixedIPs {
+			byIP[ip.IPAddress] = p
 		}
 	}
 	var (
@@ -79,16 +87,26 @@ func syncPairs(ctx context.Context, log logr.Logger, network neutron, s pairSync
 		errs = append(errs, err)
 	}
 	for _, n := range s.nodes {
-		port := byIP[n.IP]
-		if port == nil {
+		port, ok := byIP[n.IP]
+		if !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
 			continue
 		}
 		keep[port.ID] = true
 		nodePorts = append(nodePorts, v1alpha1.NodePort{NodeName: n.Name, PortID: port.ID})
-		// Each port is updated on its own; the updates of different ports do not conflict.
+	}
+	stale, err := staleManagedPorts(ctx, network, s, keep)
+	if err != nil {
+		return nil, err
+	}
+	// Each port is updated on its own copy; the updates of different ports do not conflict.
+	for _, n := range s.nodes {
+		port, ok := byIP[n.IP]
+		if !ok {
+			continue
+		}
 		wg.Go(func() {
-			updated, err := network.EnsurePair(ctx, port, s.vip)
+			updated, err := network.EnsurePair(ctx, &port, s.vip)
 			if openstack.IsPortSecurityDisabled(err) {
 				log.Info("The node port has port security disabled: it passes the VIP without an allowed address pair and is left alone", "node", n.Name, "port", port.ID)
 				mu.Lock()
@@ -108,13 +126,9 @@ func syncPairs(ctx context.Context, log logr.Logger, network neutron, s pairSync
 			}
 		})
 	}
-	for i := range list {
-		p := &list[i]
-		if keep[p.ID] || !openstack.HasPair(p, s.vip) {
-			continue
-		}
+	for _, p := range stale {
 		wg.Go(func() {
-			if _, err := network.RemovePairFromPort(ctx, p, s.vip); err != nil {
+			if _, err := network.RemovePairFromPort(ctx, &p, s.vip); err != nil {
 				fail(err)
 				return
 			}
@@ -130,6 +144,28 @@ func syncPairs(ctx context.Context, log logr.Logger, network neutron, s pairSync
 		errs = append(errs, fmt.Errorf("%w: no port in network %s for %v yet; will retry", errNodePortMissing, s.networkID, missing))
 	}
 	return nodePorts, errors.Join(errs...)
+}
+
+// staleManagedPorts reads the managed ports that are not kept and still carry the VIP pair;
+// a port that is gone needs nothing.
+func staleManagedPorts(ctx context.Context, network neutron, s pairSync, keep map[string]bool) ([]ports.Port, error) {
+	var stale []ports.Port
+	for _, id := range s.managed {
+		if keep[id] {
+			continue
+		}
+		p, err := network.GetPort(ctx, id)
+		if openstack.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if openstack.HasPair(p, s.vip) {
+			stale = append(stale, *p)
+		}
+	}
+	return stale, nil
 }
 
 // The pair label (agentrollout.PairLabel) orders a node's join: the agent DaemonSets

@@ -68,10 +68,23 @@ func markOf(status *v1alpha1.ExposureStatus, derivedIdentity string, uid types.U
 // exposure's) are left alone or only disassociated. Neutron stores the description with
 // the create request, at no extra call.
 func (m mark) description() string {
-	if m.owner == "" {
-		return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", m.identity)
+	d := m.describe(m.identity)
+	if over := len(d) - maxDescription; over > 0 {
+		// An identity too long for Neutron is shortened; its hash keeps the mark unique.
+		h := shortHash(m.identity)
+		d = m.describe(m.identity[:max(0, len(m.identity)-over-len(h)-1)] + "-" + h)
 	}
-	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s, owner %s (gardener-extension-kube-vip); do not delete", m.identity, m.owner)
+	return d
+}
+
+// maxDescription is Neutron's limit on a description.
+const maxDescription = 255
+
+func (m mark) describe(identity string) string {
+	if m.owner == "" {
+		return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", identity)
+	}
+	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s, owner %s (gardener-extension-kube-vip); do not delete", identity, m.owner)
 }
 
 // clusterTags are the tags every VIP port of the cluster carries.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -156,6 +157,8 @@ type world struct {
 	exp    *extensionsv1alpha1.SelfHostedShootExposure
 	config Config
 	status *v1alpha1.ExposureStatus
+	// nodes are the control-plane Nodes the reconciliation sees.
+	nodes []controlPlaneNode
 }
 
 func newWorld(t *testing.T, uid string, others ...*extensionsv1alpha1.SelfHostedShootExposure) *world {
@@ -167,13 +170,17 @@ func newWorld(t *testing.T, uid string, others ...*extensionsv1alpha1.SelfHosted
 	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	exp := &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: metav1.ObjectMeta{Name: "shoot", Namespace: "kube-system", UID: types.UID(uid)}}
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(exp).WithStatusSubresource(exp)
 	for _, x := range others {
 		b = b.WithObjects(x)
 	}
+	c := b.Build()
 	return &world{
-		a:      &Actuator{client: b.Build()},
+		a:      &Actuator{client: c, reader: c},
 		n:      newFakeNeutron(),
 		exp:    exp,
 		config: Config{NetworkID: "net", SubnetID: "sub", SubnetCIDR: "198.18.0.0/24", SubnetNetworkID: "net", FloatingNetworkID: "ext"},
@@ -189,7 +196,7 @@ func (w *world) reconcile(t *testing.T) error {
 	if err := checkImmutable(&cfg, w.status); err != nil {
 		return err
 	}
-	in := &inputs{status: w.status, identity: "c1", config: &cfg, uid: w.exp.UID,
+	in := &inputs{status: w.status, identity: "c1", config: &cfg, uid: w.exp.UID, namespace: w.exp.Namespace, nodes: w.nodes,
 		mark: markOf(w.status, "c1", w.exp.UID, &gardencorev1beta1.Shoot{Status: gardencorev1beta1.ShootStatus{UID: "shoot-a"}})}
 	status, err := w.a.ensureOpenStack(context.Background(), logr.Discard(), w.n, in, w.status)
 	if status != nil {

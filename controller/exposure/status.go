@@ -5,11 +5,17 @@
 package exposure
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -45,4 +51,55 @@ func encodeStatus(status *v1alpha1.ExposureStatus) (*runtime.RawExtension, error
 		return nil, fmt.Errorf("encoding status.providerStatus: %w", err)
 	}
 	return &runtime.RawExtension{Raw: data}, nil
+}
+
+// patchStatus writes status.providerStatus, and its conditions also into status.conditions
+// (see gardenConditions), when they differ from what the object has.
+func (a *Actuator) patchStatus(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus) error {
+	conditions := gardenConditions(exp.Status.Conditions, status.Conditions)
+	current, err := DecodeStatus(exp)
+	if err == nil {
+		current.TypeMeta = status.TypeMeta
+		if equality.Semantic.DeepEqual(current, status) && equality.Semantic.DeepEqual(exp.Status.Conditions, conditions) {
+			return nil
+		}
+	}
+	raw, err := encodeStatus(status)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(exp.DeepCopy())
+	exp.Status.ProviderStatus = raw
+	exp.Status.Conditions = conditions
+	if err := a.client.Status().Patch(ctx, exp, patch); err != nil {
+		return fmt.Errorf("writing status.providerStatus: %w", err)
+	}
+	return nil
+}
+
+// gardenConditions mirrors the exposure's conditions into Gardener's status.conditions,
+// where kubectl wait --for=condition=VIPHeld and Gardener's tooling look; conditions of
+// other types there are kept. The transition time serves as the update time, so that an
+// unchanged condition causes no write.
+func gardenConditions(existing []gardencorev1beta1.Condition, ours []metav1.Condition) []gardencorev1beta1.Condition {
+	out := make([]gardencorev1beta1.Condition, 0, len(existing)+len(ours))
+	for _, c := range existing {
+		if meta.FindStatusCondition(ours, string(c.Type)) == nil {
+			out = append(out, c)
+		}
+	}
+	for _, c := range ours {
+		out = append(out, gardencorev1beta1.Condition{
+			Type:               gardencorev1beta1.ConditionType(c.Type),
+			Status:             gardencorev1beta1.ConditionStatus(c.Status),
+			LastTransitionTime: c.LastTransitionTime,
+			LastUpdateTime:     c.LastTransitionTime,
+			Reason:             c.Reason,
+			Message:            c.Message,
+		})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

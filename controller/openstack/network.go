@@ -417,42 +417,40 @@ func hostPrefix(ip string) string {
 	return ip + "/32"
 }
 
-// samePairAddress tells whether an allowed address pair entry is exactly the host address
-// ip ("ip" or its host prefix).
-func samePairAddress(entry, ip string) bool {
-	return entry == ip || entry == hostPrefix(ip)
+// isVIPPair tells whether an allowed address pair entry of a port with the MAC mac is the
+// extension's pair for ip: exactly the host address ("ip" or its host prefix) with the
+// port's own MAC, which Neutron fills in when a pair names none. A pair for the address
+// with another MAC is a user's (e.g. a VRRP router's) and is neither rewritten nor removed.
+func isVIPPair(pair ports.AddressPair, ip, mac string) bool {
+	return (pair.IPAddress == ip || pair.IPAddress == hostPrefix(ip)) && (pair.MACAddress == "" || pair.MACAddress == mac)
 }
 
-// HasPair tells whether the port carries ip as a host allowed address pair.
+// HasPair tells whether the port carries the extension's pair for ip.
 func HasPair(p *ports.Port, ip string) bool {
-	for _, pair := range p.AllowedAddressPairs {
-		if samePairAddress(pair.IPAddress, ip) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.AllowedAddressPairs, func(pair ports.AddressPair) bool { return isVIPPair(pair, ip, p.MACAddress) })
 }
 
-// MergePair returns pairs plus ip as a bare-address pair; every other pair is kept. An entry
-// of the older form "ip/32" is rewritten in place. changed is false when the bare pair is
-// already present.
-func MergePair(pairs []ports.AddressPair, ip string) (merged []ports.AddressPair, changed bool) {
-	if slices.ContainsFunc(pairs, func(p ports.AddressPair) bool { return p.IPAddress == ip }) {
+// MergePair returns the pairs of a port with the MAC mac plus ip as a bare-address pair;
+// every other pair is kept. The extension's entry of the older form "ip/32" is rewritten in
+// place. changed is false when the bare pair is already present.
+func MergePair(pairs []ports.AddressPair, ip, mac string) (merged []ports.AddressPair, changed bool) {
+	if slices.ContainsFunc(pairs, func(p ports.AddressPair) bool { return p.IPAddress == ip && isVIPPair(p, ip, mac) }) {
 		return pairs, false
 	}
 	merged = append([]ports.AddressPair{}, pairs...)
-	if i := slices.IndexFunc(merged, func(p ports.AddressPair) bool { return p.IPAddress == hostPrefix(ip) }); i >= 0 {
+	if i := slices.IndexFunc(merged, func(p ports.AddressPair) bool { return p.IPAddress == hostPrefix(ip) && isVIPPair(p, ip, mac) }); i >= 0 {
 		merged[i].IPAddress = ip
 		return merged, true
 	}
 	return append(merged, ports.AddressPair{IPAddress: ip}), true
 }
 
-// RemovePair returns pairs without the host pair for ip; every other pair is kept.
-func RemovePair(pairs []ports.AddressPair, ip string) (rest []ports.AddressPair, changed bool) {
+// RemovePair returns the pairs of a port with the MAC mac without the extension's pair for
+// ip; every other pair is kept.
+func RemovePair(pairs []ports.AddressPair, ip, mac string) (rest []ports.AddressPair, changed bool) {
 	rest = []ports.AddressPair{}
 	for _, pair := range pairs {
-		if samePairAddress(pair.IPAddress, ip) {
+		if isVIPPair(pair, ip, mac) {
 			changed = true
 			continue
 		}
@@ -466,14 +464,18 @@ func RemovePair(pairs []ports.AddressPair, ip string) (rest []ports.AddressPair,
 // and re-read and retried when another writer was faster. updated tells whether a write
 // happened.
 func (n *Network) EnsurePair(ctx context.Context, port *ports.Port, ip string) (updated bool, err error) {
-	return n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) { return MergePair(pairs, ip) },
+	return n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) {
+		return MergePair(pairs, ip, port.MACAddress)
+	},
 		fmt.Sprintf("add the VIP to the allowed address pairs of port %s", port.ID))
 }
 
 // RemovePairFromPort removes the host pair for ip from the port and keeps every other
 // pair. A missing port is no error.
 func (n *Network) RemovePairFromPort(ctx context.Context, port *ports.Port, ip string) (updated bool, err error) {
-	updated, err = n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) { return RemovePair(pairs, ip) },
+	updated, err = n.updatePairs(ctx, port, func(pairs []ports.AddressPair) ([]ports.AddressPair, bool) {
+		return RemovePair(pairs, ip, port.MACAddress)
+	},
 		fmt.Sprintf("remove the VIP from the allowed address pairs of port %s", port.ID))
 	if IsNotFound(err) {
 		return false, nil

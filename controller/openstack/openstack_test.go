@@ -93,43 +93,65 @@ func TestClassifyRequest(t *testing.T) {
 
 func TestPairs(t *testing.T) {
 	existing := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.9/32", MACAddress: "fa:16:3e:00:00:01"}}
-	merged, changed := MergePair(existing, "198.18.0.5")
+	merged, changed := MergePair(existing, "198.18.0.5", "fa:16:3e:00:00:0a")
 	if !changed || len(merged) != 3 || merged[2].IPAddress != "198.18.0.5" || merged[1] != existing[1] {
 		t.Fatalf("merge: %v %v, want the bare address appended (ML2/OVN needs it for a virtual port)", merged, changed)
 	}
-	if _, changed := MergePair(merged, "198.18.0.5"); changed {
+	if _, changed := MergePair(merged, "198.18.0.5", "fa:16:3e:00:00:0a"); changed {
 		t.Error("merging twice changed the pairs")
 	}
-	rest, changed := RemovePair(merged, "198.18.0.5")
+	rest, changed := RemovePair(merged, "198.18.0.5", "fa:16:3e:00:00:0a")
 	if !changed || len(rest) != 2 || rest[0] != existing[0] || rest[1] != existing[1] {
 		t.Fatalf("remove: %v %v", rest, changed)
 	}
-	if _, changed := RemovePair(existing, "198.18.0.5"); changed {
+	if _, changed := RemovePair(existing, "198.18.0.5", "fa:16:3e:00:00:0a"); changed {
 		t.Error("removing an absent pair changed the pairs")
 	}
 }
 
-// TestPairOfTheOlderFormIsRewritten: a node port that carries "VIP/32" (what earlier
-// versions wrote) gets the bare address in its place, the pair's MAC and the other pairs
-// kept; both forms are the extension's own.
+// TestPairOfTheOlderFormIsRewritten: a node port that carries "VIP/32" with its own MAC
+// (what earlier versions wrote; Neutron fills in the port's MAC) gets the bare address in
+// its place, the other pairs kept; both forms are the extension's own.
 func TestPairOfTheOlderFormIsRewritten(t *testing.T) {
-	older := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5/32", MACAddress: "fa:16:3e:00:00:02"}}
-	merged, changed := MergePair(older, "198.18.0.5")
-	want := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5", MACAddress: "fa:16:3e:00:00:02"}}
+	const mac = "fa:16:3e:00:00:02"
+	older := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5/32", MACAddress: mac}}
+	merged, changed := MergePair(older, "198.18.0.5", mac)
+	want := []ports.AddressPair{{IPAddress: "10.250.0.0/16"}, {IPAddress: "198.18.0.5", MACAddress: mac}}
 	if !changed || !slices.Equal(merged, want) {
 		t.Fatalf("merge over the older form: %v %v, want %v", merged, changed, want)
 	}
 	if older[1].IPAddress != "198.18.0.5/32" {
 		t.Error("MergePair changed the caller's slice")
 	}
-	if !HasPair(&ports.Port{AllowedAddressPairs: older}, "198.18.0.5") {
+	if !HasPair(&ports.Port{MACAddress: mac, AllowedAddressPairs: older}, "198.18.0.5") {
 		t.Error("the older form is not recognised as the VIP's pair")
 	}
-	if rest, changed := RemovePair(older, "198.18.0.5"); !changed || len(rest) != 1 {
+	if rest, changed := RemovePair(older, "198.18.0.5", mac); !changed || len(rest) != 1 {
 		t.Errorf("removing the older form: %v %v", rest, changed)
 	}
-	if _, changed := MergePair([]ports.AddressPair{{IPAddress: "2001:db8::1/128"}}, "2001:db8::1"); !changed {
+	if _, changed := MergePair([]ports.AddressPair{{IPAddress: "2001:db8::1/128"}}, "2001:db8::1", mac); !changed {
 		t.Error("the IPv6 host prefix form is not rewritten")
+	}
+}
+
+// TestPairWithAnotherMACIsTheUsers: a pair for the VIP's address with a MAC other than the
+// port's is a user's (a VRRP router's, say): it is neither the VIP's pair, nor rewritten,
+// nor removed; the extension's bare pair is added beside it.
+func TestPairWithAnotherMACIsTheUsers(t *testing.T) {
+	const portMAC, userMAC = "fa:16:3e:00:00:02", "fa:16:3e:00:00:99"
+	for _, address := range []string{"198.18.0.5", "198.18.0.5/32"} {
+		users := []ports.AddressPair{{IPAddress: address, MACAddress: userMAC}}
+		if HasPair(&ports.Port{MACAddress: portMAC, AllowedAddressPairs: users}, "198.18.0.5") {
+			t.Errorf("%s with the MAC %s counts as the VIP's pair of a port with the MAC %s", address, userMAC, portMAC)
+		}
+		merged, changed := MergePair(users, "198.18.0.5", portMAC)
+		want := []ports.AddressPair{users[0], {IPAddress: "198.18.0.5"}}
+		if !changed || !slices.Equal(merged, want) {
+			t.Errorf("merge beside the user's %s: %v %v, want %v", address, merged, changed, want)
+		}
+		if rest, changed := RemovePair(users, "198.18.0.5", portMAC); changed || !slices.Equal(rest, users) {
+			t.Errorf("removing the VIP's pair took the user's %s: %v %v", address, rest, changed)
+		}
 	}
 }
 

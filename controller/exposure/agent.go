@@ -1,0 +1,57 @@
+// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure
+
+import (
+	"context"
+	"fmt"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// AgentDeployer rolls out the kube-vip-agent; agentrollout.Deployer implements it.
+type AgentDeployer interface {
+	Deploy(ctx context.Context, spec agentrollout.Spec) error
+	// Delete removes the agent; gone is false while agent pods remain.
+	Delete(ctx context.Context, namespace string) (gone bool, err error)
+	Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error)
+}
+
+// deployAgent applies the agent's objects; their state is read by checkFrontDoor.
+func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, in *inputs, status *v1alpha1.ExposureStatus) error {
+	image, err := a.agentImage(in.config.Agent)
+	if err != nil {
+		return err
+	}
+	spec := agentrollout.Spec{
+		Namespace:      exp.Namespace,
+		Implementation: v1alpha1.ImplementationOf(in.config.Agent),
+		Image:          image,
+		VIP:            status.VIPAddress,
+		APIServerPort:  exp.Spec.Port,
+		Agent:          in.config.Agent,
+	}
+	if err := a.opts.Agent.Deploy(ctx, spec); err != nil {
+		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
+	}
+	return nil
+}
+
+// agentImage is the image of the agent implementation the config chooses.
+func (a *Actuator) agentImage(agent *v1alpha1.AgentConfig) (string, error) {
+	if v1alpha1.ImplementationOf(agent) != v1alpha1.AgentImplementationKubeVIP {
+		return a.opts.AgentImage, nil
+	}
+	if agent.Image != nil {
+		return *agent.Image, nil
+	}
+	if a.opts.KubeVIPImage == "" {
+		return "", configError("agent.image is required for implementation kube-vip: the extension is deployed without a default kube-vip image")
+	}
+	return a.opts.KubeVIPImage, nil
+}
