@@ -7,13 +7,16 @@ package framework
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	gopheropenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/applicationcredentials"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -27,12 +30,18 @@ type ApplicationCredentials struct {
 // ApplicationCredentials authenticates as the project's member (Username, Password):
 // Keystone lets a user manage only its own application credentials, with a password token.
 func (e OpenStackEnv) ApplicationCredentials(ctx context.Context) (*ApplicationCredentials, error) {
-	provider, err := gopheropenstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{
+	opts := gophercloud.AuthOptions{
 		IdentityEndpoint: e.AuthURL, Username: e.Username, Password: e.Password, DomainName: e.DomainName,
 		Scope: &gophercloud.AuthScope{ProjectName: e.ProjectName, DomainName: e.DomainName},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("authenticating at Keystone as %s: %w", e.Username, err)
+	}
+	// The local Keystone's uwsgi now and then resets a new connection under load: try again.
+	var provider *gophercloud.ProviderClient
+	var err error
+	if pollErr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		provider, err = gopheropenstack.AuthenticatedClient(ctx, opts)
+		return err == nil, nil
+	}); pollErr != nil {
+		return nil, fmt.Errorf("authenticating at Keystone as %s: %w", e.Username, errors.Join(err, pollErr))
 	}
 	identity, err := gopheropenstack.NewIdentityV3(provider, gophercloud.EndpointOpts{Region: e.Region})
 	if err != nil {
