@@ -6,8 +6,8 @@
 # The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot of three
 # real nodes (test/nodes: a network namespace each, with containerd, a kubelet, etcd and
 # kube-apiserver), the local Keystone + Neutron (hack/openstack.sh), the extension installed
-# from its Helm chart (the controller and the agents run as pods), a SelfHostedShootExposure
-# and a live failover. The demo program (test/demo) runs in the background until `down`.
+# from its Helm chart (the controller and the agents run as pods), the SelfHostedShootExposure
+# of gardenadm init's step (Gardener v1.150.0's own code, port 443) and a live failover. The demo program (test/demo) runs in the background until `down`.
 #
 #   hack/demo.sh up                 build, start in the background, stream the progress until READY
 #   hack/demo.sh down               stop the demo (it deletes the exposure through the controller,

@@ -53,6 +53,9 @@ type demo struct {
 	// created says that the exposure was created, so that down deletes it.
 	created bool
 	status  *v1alpha1.ExposureStatus
+	// dns is the DNS value of the shoot's kube-apiserver domain that gardenadm init
+	// computed from status.ingress, once.
+	dns string
 }
 
 func newDemo(opts *options) (*demo, error) {
@@ -86,7 +89,7 @@ func (d *demo) up(ctx context.Context) error {
 		return err
 	}
 
-	d.out.Step(2, "The self-hosted shoot: 3 control-plane nodes, each a network namespace with containerd, a kubelet, etcd and kube-apiserver")
+	d.out.Step(2, "The self-hosted shoot: 3 control-plane nodes, each a network namespace with containerd, a kubelet, etcd and kube-apiserver on 443 (gardenadm's layout)")
 	if err := d.startCluster(ctx); err != nil {
 		return err
 	}
@@ -96,8 +99,8 @@ func (d *demo) up(ctx context.Context) error {
 		return err
 	}
 
-	d.out.Step(4, "SelfHostedShootExposure kube-system/kube-apiserver")
-	if err := d.createExposure(ctx); err != nil {
+	d.out.Step(4, "gardenadm init's step with Gardener v1.150.0's code: SelfHostedShootExposure kube-system/"+extension.ExposureName+", the DNS value")
+	if err := d.initExposure(ctx); err != nil {
 		return err
 	}
 	if err := d.showExposure(ctx); err != nil {
@@ -154,7 +157,7 @@ func (d *demo) startCluster(ctx context.Context) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
-	opts := nodes.Options{Dir: dir, Prefix: d.opts.prefix, ImageVersion: "demo", Log: d.log.WithName("nodes")}
+	opts := nodes.Options{Dir: dir, Prefix: d.opts.prefix, ImageVersion: "demo", Log: d.log.WithName("nodes"), APIServerPort: apiServerPort}
 	if d.opts.frontDoor {
 		dp, err := dataplane.LoadEnv(ctx)
 		if err != nil {
@@ -198,6 +201,10 @@ func (d *demo) startCluster(ctx context.Context) error {
 	return d.kubectl(ctx, "get", "nodes", "-o", "wide")
 }
 
+// apiServerPort is gardenadm's layout: every node's kube-apiserver in the host network on
+// 443, the exposure's spec.port.
+const apiServerPort = 443
+
 // clusterDir holds the cluster's state and logs. Its name, with the prefix, also names the
 // nodes' cgroups, so that two runs with different prefixes do not share them.
 func (d *demo) clusterDir() string {
@@ -220,14 +227,14 @@ func (d *demo) kubectl(ctx context.Context, args ...string) error {
 // install creates the Gardener objects and installs the chart, and waits for the
 // controller pod.
 func (d *demo) install(ctx context.Context) error {
-	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID})
+	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID, Log: d.log.WithName("gardenadm")})
 	if ext != nil {
 		d.ext = ext
 	}
 	if err != nil {
 		return fmt.Errorf("installing the extension: %w", err)
 	}
-	d.out.Printf("Gardener CRDs; in kube-system: Cluster (technical ID %s), Infrastructure (network, router, floating pool %q), Secret %s (application credential)",
+	d.out.Printf("Gardener CRDs; in kube-system: Cluster (technical ID %s; the Shoot's exposure providerConfig names the VIP and the agents' interface), Infrastructure (network, router, floating pool %q), Secret %s (application credential)",
 		d.opts.technicalID, d.osEnv.ExternalNetworkName, framework.CloudProviderSecretName)
 	d.out.Printf("chart rendered with gardener's chartrenderer (self-hosted values) and applied: the controller as Deployment %s/%s with the chart's RBAC",
 		extension.ReleaseNamespace, extension.ReleaseName)

@@ -64,8 +64,9 @@ const testPrefix = "kvdt-"
 
 // TestDemoEndToEnd runs the demo program as `make demo` does, against the local OpenStack
 // and the real-node cluster: it must come up with the controller and the agents as pods
-// under containerd (3/3 Ready, agents with exactly NET_ADMIN and NET_RAW), show the
-// floating IP, fail over with a measured outage, write env.sh, and on SIGTERM release
+// under containerd (3/3 Ready, agents with exactly NET_ADMIN and NET_RAW), create the
+// exposure with Gardener's code in gardenadm's layout (port 443), show the DNS value that
+// Gardener computed from the floating IP and reach /readyz through it, fail over with a measured outage, write env.sh, and on SIGTERM release
 // every Neutron resource and leave no namespace, process, mount or cgroup behind.
 func TestDemoEndToEnd(t *testing.T) {
 	framework.RequireRoot(t)
@@ -150,17 +151,23 @@ func TestDemoEndToEnd(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no floating IP in status.ingress in the output:\n%s", text)
 	}
+	// The DNS value is Gardener's (DNSValuesFromIngress at init), and it is the floating IP.
+	dns := regexp.MustCompile(`DNS value \(DNSValuesFromIngress, computed once at init\): (\S+)`).FindStringSubmatch(text)
+	if dns == nil || dns[1] != m[1] {
+		t.Fatalf("the output's DNS value %q, want the floating IP %s:\n%s", dns, m[1], text)
+	}
 	wants := []*regexp.Regexp{
+		regexp.MustCompile(`Gardener's component created it: type kube-vip, spec\.port 443, spec\.endpoints \[node\d node\d node\d\]`),
 		regexp.MustCompile(`new leader node\d holds the Lease and the VIP`),
 		regexp.MustCompile(`OUTAGE: `),
 		regexp.MustCompile(`the DaemonSet replaced the pod: \S+ runs on node\d again`),
 	}
 	if !frontDoor {
-		wants = append(wants, regexp.MustCompile(`GET https://198\.18\.0\.100:6443/readyz from \S+ \(198\.18\.0\.5\): "ok"`))
+		wants = append(wants, regexp.MustCompile(`GET https://198\.18\.0\.100:443/readyz from \S+ \(198\.18\.0\.5\): "ok"`))
 	} else {
 		wants = append(wants,
-			regexp.MustCompile(`FRONT DOOR: GET https://`+regexp.QuoteMeta(m[1])+`:6443/readyz from `+dp.ClientNS+` .*: "ok"`),
-			regexp.MustCompile(`prober: GET https://`+regexp.QuoteMeta(m[1])+`:6443/readyz .* from outside, through the floating IP`),
+			regexp.MustCompile(`FRONT DOOR: GET https://`+regexp.QuoteMeta(dns[1])+`/readyz from `+dp.ClientNS+` .*: "ok"`),
+			regexp.MustCompile(`prober: GET https://`+regexp.QuoteMeta(dns[1])+`:443/readyz .* from outside, through the floating IP \(the DNS value\)`),
 			regexp.MustCompile(`the router's neighbour entry: 198\.18\.0\.100 .*lladdr`))
 	}
 	for _, want := range wants {

@@ -28,32 +28,62 @@ import (
 // capNetAdminRaw is CAP_NET_ADMIN (12) | CAP_NET_RAW (13).
 const capNetAdminRaw = 1<<12 | 1<<13
 
-// createExposure creates the SelfHostedShootExposure as gardenadm would, with the VIP
-// fixed by providerConfig (the nodes' serving certificates carry it), and waits until the
-// controller reports success.
-func (d *demo) createExposure(ctx context.Context) error {
-	exp := d.ext.NewExposure()
-	if err := d.ext.Client.Create(ctx, exp); err != nil {
-		return fmt.Errorf("creating the SelfHostedShootExposure: %w", err)
-	}
-	d.created = true
-	d.out.Printf("created: type %s, port %d, credentialsRef Secret kube-system/%s, providerConfig %s",
-		exp.Spec.Type, exp.Spec.Port, framework.CloudProviderSecretName, exp.Spec.ProviderConfig.Raw)
-	d.out.Printf("everything else comes from the Infrastructure's status (network, subnet, floating pool)")
+// initExposure runs gardenadm init's step with Gardener's code (framework.Gardenadm): the
+// Ready control-plane Nodes become spec.endpoints, Gardener's component creates the
+// exposure and waits until the controller reports success, and DNSValuesFromIngress
+// computes the DNS value once. The demo prints the controller's operations meanwhile.
+func (d *demo) initExposure(ctx context.Context) error {
+	d.out.Printf("the VIP comes from the Shoot's exposure providerConfig (the nodes' serving certificates carry it); everything else from the Infrastructure's status (network, subnet, floating pool)")
 	start := time.Now()
-	current, err := d.ext.WaitSucceeded(ctx, 4*time.Minute, func(lo *gardencorev1beta1.LastOperation) {
-		d.out.Printf("lastOperation %s %s (%d%%): %s", lo.Type, lo.State, lo.Progress, firstLine(lo.Description))
-	})
+	type result struct {
+		dns string
+		err error
+	}
+	done := make(chan result, 1)
+	d.created = true
+	go func() {
+		dns, err := d.ext.Init(ctx)
+		done <- result{dns, err}
+	}()
+	var res result
+	var lastOp gardencorev1beta1.LastOperation
+	for waiting := true; waiting; {
+		select {
+		case res = <-done:
+			waiting = false
+		case <-time.After(200 * time.Millisecond):
+		}
+		current, err := d.ext.Exposure(ctx)
+		if err != nil {
+			continue
+		}
+		if lo := current.Status.LastOperation; lo != nil && (lo.State != lastOp.State || lo.Description != lastOp.Description) {
+			d.out.Printf("lastOperation %s %s (%d%%): %s", lo.Type, lo.State, lo.Progress, firstLine(lo.Description))
+			lastOp = *lo
+		}
+	}
+	if res.err != nil {
+		return fmt.Errorf("gardenadm init: %w; controller log:\n%s", res.err, d.ext.ControllerLog(ctx))
+	}
+	current, err := d.ext.Exposure(ctx)
 	if err != nil {
-		return fmt.Errorf("%w; controller log:\n%s", err, d.ext.ControllerLog(ctx))
+		return err
 	}
 	if d.status, err = exposure.DecodeStatus(current); err != nil {
 		return err
 	}
-	d.out.Printf("Succeeded in %s: the controller saw a ready agent hold the Lease and VIP:%d accept a connection", time.Since(start).Round(100*time.Millisecond), exp.Spec.Port)
-	for _, in := range current.Status.Ingress {
-		d.out.Printf("status.ingress: ip=%s hostname=%q  <- the floating IP, the shoot's public kube-apiserver address", in.IP, in.Hostname)
+	var endpoints []string
+	for _, e := range current.Spec.Endpoints {
+		endpoints = append(endpoints, e.NodeName)
 	}
+	d.out.Printf("Gardener's component created it: type %s, spec.port %d, spec.endpoints %v (the Ready control-plane Nodes), credentialsRef Secret %s/%s, no providerConfig",
+		current.Spec.Type, current.Spec.Port, endpoints, current.Spec.CredentialsRef.Namespace, current.Spec.CredentialsRef.Name)
+	d.out.Printf("Succeeded in %s: the controller saw a ready agent hold the Lease and VIP:%d accept a connection", time.Since(start).Round(100*time.Millisecond), current.Spec.Port)
+	for _, in := range current.Status.Ingress {
+		d.out.Printf("status.ingress: ip=%s hostname=%q  <- the floating IP", in.IP, in.Hostname)
+	}
+	d.dns = res.dns
+	d.out.Printf("DNS value (DNSValuesFromIngress, computed once at init): %s  <- the shoot's kube-apiserver domain points here", d.dns)
 	return nil
 }
 
@@ -210,7 +240,7 @@ func (d *demo) waitLeader(ctx context.Context) (string, error) {
 // does not finish, the VIP pairs it added are removed here (the tagged port and floating
 // IP are released by the extension's Teardown).
 func (d *demo) deleteExposure(ctx context.Context) error {
-	d.out.Printf("deleting SelfHostedShootExposure kube-system/%s; the controller removes the DaemonSet, waits for the agents, then releases the floating IP, the VIP port and the VIP pairs", extension.ExposureName)
+	d.out.Printf("deleting SelfHostedShootExposure kube-system/%s with Gardener's component (Destroy, WaitCleanup); the controller removes the DaemonSet, waits for the agents, then releases the floating IP, the VIP port and the VIP pairs", extension.ExposureName)
 	start := time.Now()
 	if err := d.ext.DeleteExposure(ctx, 2*time.Minute); err != nil {
 		d.out.Printf("the controller did not finish the deletion (%v); removing the VIP pairs directly", err)

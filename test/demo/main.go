@@ -9,11 +9,13 @@
 // network namespace on one LAN with its own containerd, kubelet, etcd member and
 // kube-apiserver, kube-controller-manager and kube-scheduler, and a client namespace.
 // OpenStack is the local Keystone + Neutron of hack/openstack.sh, whose machine ports carry
-// the nodes' fixed IPs. The demo creates the Gardener objects as gardenadm would, installs
-// the extension's Helm chart (the controller runs as a pod from the locally built image,
-// the agents as pods of the DaemonSet it deploys), creates a SelfHostedShootExposure,
-// shows the floating IP, the VIP and the Neutron resources, proves that the API answers
-// through the VIP, performs one live failover (the leader's agent pod is deleted) and then
+// the nodes' fixed IPs. The kube-apiservers listen on 443, as in gardenadm's layout. The
+// demo creates the Gardener objects as gardenadm would, installs the extension's Helm chart
+// (the controller runs as a pod from the locally built image, the agents as pods of the
+// DaemonSet it deploys), runs gardenadm init's step with Gardener v1.150.0's own code
+// (test/framework.Gardenadm: the SelfHostedShootExposure, and the DNS value that
+// DNSValuesFromIngress computes from its status), shows the DNS value, the VIP and the
+// Neutron resources, proves that the API answers at the DNS value, performs one live failover (the leader's agent pod is deleted) and then
 // keeps everything running until SIGTERM or SIGINT. On the way out it deletes the exposure
 // through the controller (which releases the Neutron resources), stops every process and
 // removes every namespace, mount and cgroup it created.

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -40,7 +39,7 @@ func (d *demo) proveAPI(ctx context.Context) error {
 	}
 	h := d.cluster.Net()
 	cfg := h.Nodes()[0].RESTConfig()
-	cfg.Host = "https://" + netip.AddrPortFrom(h.VIP(), extension.APIServerPort).String()
+	cfg.Host = "https://" + netip.AddrPortFrom(h.VIP(), apiServerPort).String()
 	cfg.Dial = h.Client().DialContext
 	if err := d.callAPI(ctx, cfg, fmt.Sprintf("%s (%s)", h.Client().Namespace(), h.Client().IP()), "GET"); err != nil {
 		return err
@@ -75,15 +74,8 @@ func (d *demo) writeClientKubeconfig(server, serverName string) error {
 	return nil
 }
 
-// ingress is the floating IP from status.ingress.
-func (d *demo) ingress() string {
-	if d.status == nil {
-		return ""
-	}
-	return d.status.FloatingIPAddress
-}
-
-// proveFrontDoor calls the API through the floating IP from the external client namespace,
+// proveFrontDoor calls the API at the DNS value gardenadm computed (the floating IP) from the
+// external client namespace,
 // whose only way in is the Neutron router: /readyz and a list of the Nodes, with the serving
 // certificate verified for the VIP (the certificates carry the VIP, not the floating IP). It
 // shows the router's neighbour entry for the VIP.
@@ -93,7 +85,7 @@ func (d *demo) proveFrontDoor(ctx context.Context) error {
 		return fmt.Errorf("the external client reaches node address %s directly; its only way in must be the floating IP", h.Nodes()[0].IP())
 	}
 	cfg := h.Nodes()[0].RESTConfig()
-	cfg.Host = "https://" + net.JoinHostPort(d.ingress(), fmt.Sprint(extension.APIServerPort))
+	cfg.Host = "https://" + d.dns
 	cfg.ServerName = h.VIP().String()
 	cfg.Dial = d.outside.DialContext
 	if err := d.callAPI(ctx, cfg, fmt.Sprintf("%s (%s, outside)", d.dp.ClientNS, d.dp.ClientIP), "FRONT DOOR: GET"); err != nil {
@@ -153,9 +145,13 @@ func (d *demo) failover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	client, target, from := h.Client(), netip.AddrPortFrom(h.VIP(), extension.APIServerPort), "the client namespace"
+	client, target, from := h.Client(), netip.AddrPortFrom(h.VIP(), apiServerPort), "the client namespace"
 	if d.outside != nil {
-		client, target, from = d.outside, netip.AddrPortFrom(netip.MustParseAddr(d.ingress()), extension.APIServerPort), "outside, through the floating IP"
+		dns, err := netip.ParseAddr(d.dns)
+		if err != nil {
+			return fmt.Errorf("the DNS value %q: %w", d.dns, err)
+		}
+		client, target, from = d.outside, netip.AddrPortFrom(dns, apiServerPort), "outside, through the floating IP (the DNS value)"
 	}
 	prober, err := client.StartProber(ctx, netns.ProbeOptions{
 		Mode:       netns.ProbeHTTPS,
@@ -268,17 +264,14 @@ const envFile = "env.sh"
 // writeEnv writes env.sh: source it to reach the running demo.
 func (d *demo) writeEnv() error {
 	h := d.cluster.Net()
-	ingress := ""
-	if d.status != nil {
-		ingress = d.status.FloatingIPAddress
-	}
+	ingress := d.dns
 	node := h.Nodes()[0]
 	clientNS := h.Client().Namespace()
 	if d.dp != nil {
 		clientNS = d.dp.ClientNS
 	}
 	content := fmt.Sprintf(`# Written by the demo (make demo); source it: . %[1]s
-# The front door: the floating IP from DEMO_CLIENT_NS (with make demo, the external client of
+# The front door: the DNS value gardenadm computed at init (the floating IP) from DEMO_CLIENT_NS (with make demo, the external client of
 # hack/dataplane.sh, whose only way in is the floating IP); the certificates carry the VIP:
 #   ip netns exec "$DEMO_CLIENT_NS" curl --cacert "$DEMO_CA" --resolve "$DEMO_VIP:$DEMO_PORT:$DEMO_INGRESS" "https://$DEMO_VIP:$DEMO_PORT/readyz"
 # The kube-apiservers listen in the node namespaces: run kubectl there, e.g.
@@ -294,7 +287,7 @@ export DEMO_CA=%[7]q
 export DEMO_CLIENT_KUBECONFIG=%[8]q
 export KUBECONFIG=%[9]q
 export KUBECTL=%[10]q
-`, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), extension.APIServerPort, clientNS, node.Namespace(),
+`, filepath.Join(d.opts.stateDir, envFile), ingress, h.VIP(), apiServerPort, clientNS, node.Namespace(),
 		h.CAFile(), filepath.Join(d.opts.stateDir, clientKubeconfig), node.Kubeconfig(), filepath.Join(d.cluster.BinDir(), "kubectl"), h.Client().Namespace())
 	if err := os.WriteFile(filepath.Join(d.opts.stateDir, envFile), []byte(content), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", envFile, err)

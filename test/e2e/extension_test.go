@@ -13,12 +13,14 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
 // The extension installed from its chart (test/extension), the Gardener objects and the
-// exposure: one for the package, torn down by TestMain.
+// exposure of gardenadm init's step: one for the package, torn down by TestMain.
 var (
 	extOnce sync.Once
 	ext     *extension.Extension
@@ -31,7 +33,7 @@ func installed(t *testing.T, ctx context.Context) *extension.Extension {
 	t.Helper()
 	osEnv := framework.OpenStack(t)
 	extOnce.Do(func() {
-		ext, extErr = extension.Install(ctx, extension.Options{Cluster: cluster, OpenStack: osEnv, TechnicalID: framework.UniqueTechnicalID("kve2e-")})
+		ext, extErr = extension.Install(ctx, extension.Options{Cluster: cluster, OpenStack: osEnv, TechnicalID: framework.UniqueTechnicalID("kve2e-"), Log: ctrllog.Log.WithName("gardenadm")})
 	})
 	if extErr != nil {
 		t.Fatalf("installing the extension: %v", extErr)
@@ -39,12 +41,15 @@ func installed(t *testing.T, ctx context.Context) *extension.Extension {
 	return ext
 }
 
-// exposed creates the exposure if it is not there and waits until it has Succeeded.
+// exposed runs gardenadm init's step (Gardener's code) if the exposure is not there, and
+// waits until it has Succeeded.
 func exposed(t *testing.T, ctx context.Context) *extensionsv1alpha1.SelfHostedShootExposure {
 	t.Helper()
 	e := installed(t, ctx)
-	if err := e.Client.Create(ctx, e.NewExposure()); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating the exposure: %v", err)
+	if _, err := e.Exposure(ctx); apierrors.IsNotFound(err) {
+		if _, err := e.Init(ctx); err != nil {
+			t.Fatalf("gardenadm init: %v; controller log:\n%s\nagents:\n%s", err, controllerLog(ctx), agentsReport(ctx))
+		}
 	}
 	exp, err := e.WaitSucceeded(ctx, 3*time.Minute, nil)
 	if err != nil {

@@ -18,15 +18,12 @@ import (
 	"testing"
 	"time"
 
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -74,7 +71,8 @@ func boundsOf(t *testing.T, ds *appsv1.DaemonSet) kubeVIPBounds {
 }
 
 // TestKubeVIP switches the live exposure to upstream kube-vip, as an operator does (the
-// providerConfig's agent.implementation, then the reconcile annotation), with kube-vip's
+// Shoot's exposure providerConfig's agent.implementation, then gardenadm init's step
+// again), with kube-vip's
 // image built from the module proxy and loaded into the nodes under the name the image
 // vector gives it. kube-vip's DaemonSet comes up 3/3 Ready after ours is gone, the VIP is
 // on one node and the API answers through it, within the switch's bound and never on two
@@ -90,7 +88,7 @@ func TestKubeVIP(t *testing.T) {
 	t.Cleanup(cancel)
 	deployed(t, ctx)
 	exp := exposed(t, ctx)
-	s := &kubeVIPScenario{exposure: client.ObjectKeyFromObject(exp), port: int(exp.Spec.Port)}
+	s := &kubeVIPScenario{port: int(exp.Spec.Port)}
 	ref, err := cluster.LoadKubeVIP(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +113,8 @@ func TestKubeVIP(t *testing.T) {
 	})
 }
 
-// kubeVIPScenario is the shared exposure and what the switch to kube-vip showed.
+// kubeVIPScenario is the shared exposure's port and what the switch to kube-vip showed.
 type kubeVIPScenario struct {
-	exposure client.ObjectKey
 	// port is the exposure's kube-apiserver port.
 	port int
 	// bounds are set by switchToKubeVIP.
@@ -125,19 +122,13 @@ type kubeVIPScenario struct {
 }
 
 // switchImplementation sets (nil: removes, back to the default) agent.implementation in
-// the exposure's providerConfig and asks for a reconciliation, as gardenlet does after a
-// Shoot change.
+// the Shoot's exposure providerConfig and runs gardenadm init's step again, as an operator
+// changes the Shoot's configuration; Gardener's Deploy asks for a reconciliation and waits
+// for it.
 func (s *kubeVIPScenario) switchImplementation(t *testing.T, ctx context.Context, impl *v1alpha1.AgentImplementation) {
 	t.Helper()
-	cl := ext.Client
-	value := "null"
-	if impl != nil {
-		value = strconv.Quote(string(*impl))
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"gardener.cloud/operation":"reconcile"}},"spec":{"providerConfig":{"agent":{"implementation":%s}}}}`, value)
-	exp := &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: metav1.ObjectMeta{Namespace: s.exposure.Namespace, Name: s.exposure.Name}}
-	if err := cl.Patch(ctx, exp, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatalf("switching agent.implementation to %s: %v", value, err)
+	if err := ext.Configure(ctx, ptr.Deref(impl, "")); err != nil {
+		t.Fatalf("switching agent.implementation to %v: %v\n%s", ptr.Deref(impl, "the default"), err, controllerLog(ctx))
 	}
 }
 
@@ -202,7 +193,7 @@ func (s *kubeVIPScenario) switchToKubeVIP(t *testing.T, ctx context.Context, ref
 		t.Fatal(err)
 	}
 	if res := p.Wait(); res.Failures > 0 {
-		t.Errorf("GET https://VIP:6443/readyz from the client failed %d of %d times: %+v", res.Failures, res.Probes, res.Outages)
+		t.Errorf("GET https://VIP:%d/readyz from the client failed %d of %d times: %+v", s.port, res.Failures, res.Probes, res.Outages)
 	}
 	lease, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.KubeVIPLeaseName, metav1.GetOptions{})
 	if err != nil {

@@ -66,7 +66,8 @@ func run(m *testing.M) int {
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	ctrllog.SetLogger(log)
 	start := time.Now()
-	c, err := nodes.New(ctx, nodes.Options{Log: log})
+	// gardenadm's layout: the kube-apiservers on 443, the port Gardener gives the exposure.
+	c, err := nodes.New(ctx, nodes.Options{Log: log, APIServerPort: 443})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: cluster:", err)
 		return 1
@@ -132,7 +133,7 @@ func leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
 	return pod
 }
 
-// probe connects from the client namespace to the VIP's port 6443 every 10 ms for d.
+// probe connects from the client namespace to the VIP's port 443 every 10 ms for d.
 func probe(t *testing.T, ctx context.Context, d time.Duration) *netns.Prober {
 	t.Helper()
 	p, err := cluster.Net().Client().StartProber(ctx, netns.ProbeOptions{Duration: d})

@@ -7,11 +7,13 @@
 // gardenadm creates (the cloudprovider Secret, Cluster, Infrastructure with its status),
 // then the Helm chart rendered with gardener's chartrenderer and the self-hosted values,
 // so that the controller runs as a pod from the locally built image under the chart's
-// RBAC. `make e2e` and `make demo` share it.
+// RBAC. The exposure is gardenadm init's, made with Gardener v1.150.0's own code
+// (framework.Gardenadm); its configuration is the Shoot's. `make e2e` and `make demo` share it.
 package extension
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +24,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 	"github.com/gardener/gardener/pkg/chartrenderer"
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -32,10 +35,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/manifests/gen"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -49,10 +54,8 @@ const (
 	// ReleaseNamespace is where the controller runs: gardenlet installs every extension in
 	// a namespace of its own (extension-<name>), apart from kube-system that it serves.
 	ReleaseNamespace = "extension-kube-vip"
-	// ExposureName is the exposure gardenadm creates for the shoot.
-	ExposureName = "kube-apiserver"
-	// APIServerPort is where every node's kube-apiserver listens.
-	APIServerPort = 6443
+	// ExposureName is the exposure gardenadm creates for the shoot: the shoot's name.
+	ExposureName = framework.DefaultShootName
 )
 
 // Options say where to install the extension.
@@ -64,6 +67,8 @@ type Options struct {
 	// TechnicalID is the shoot's technical ID in the Cluster: it names and tags the
 	// Neutron resources apart from those of others sharing the OpenStack.
 	TechnicalID string
+	// Log receives the lines of Gardener's exposure component.
+	Log logr.Logger
 }
 
 // Extension is the installed extension.
@@ -76,8 +81,10 @@ type Extension struct {
 	// TechnicalID tags the exposure's Neutron resources.
 	TechnicalID string
 	// Client is an admin client of the first node's kube-apiserver with the Gardener types.
-	Client  client.Client
-	forward *loopbackForwarder
+	Client client.Client
+	// Gardenadm deploys, re-deploys and destroys the exposure with Gardener's code.
+	Gardenadm *framework.Gardenadm
+	forward   *loopbackForwarder
 }
 
 // Install installs the extension: the loopback bridge to Keystone and Neutron in every
@@ -119,16 +126,78 @@ func Install(ctx context.Context, opts Options) (*Extension, error) {
 	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return e, err
 	}
-	if err := framework.Bootstrap(ctx, e.Client, osEnv.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+	bootstrap := osEnv.BootstrapOptions(framework.ApplicationCredential)
+	if bootstrap.ExposureProviderConfig, err = ExposureConfig(c, ""); err != nil {
+		return e, err
+	}
+	if err := framework.Bootstrap(ctx, e.Client, bootstrap); err != nil {
 		return e, fmt.Errorf("creating the Gardener objects: %w", err)
 	}
 	if err := framework.SetTechnicalID(ctx, e.Client, e.TechnicalID); err != nil {
 		return e, err
 	}
+	// Gardener's 5 s between reads while it waits would only slow the tests down.
+	e.Gardenadm = &framework.Gardenadm{Client: e.Client, Log: opts.Log, WaitInterval: time.Second}
 	if err := e.InstallChart(ctx, c.ImageRef("kube-vip-agent")); err != nil {
 		return e, err
 	}
 	return e, nil
+}
+
+// ExposureConfig is the Shoot's exposure providerConfig for the cluster: its VIP (the
+// serving certificates carry it), the nodes' interface, and the agent implementation
+// (empty: the default).
+func ExposureConfig(c *nodes.Cluster, implementation v1alpha1.AgentImplementation) (*runtime.RawExtension, error) {
+	config := &v1alpha1.ExposureConfig{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ExposureConfig"},
+		VIPAddress: ptr.To(c.Net().VIP().String()),
+		Agent:      &v1alpha1.AgentConfig{Interface: ptr.To(netns.Interface)},
+	}
+	if implementation != "" {
+		config.Agent.Implementation = &implementation
+	}
+	// The Shoot goes into the Cluster as JSON, and a RawExtension encodes only its Raw.
+	raw, err := json.Marshal(config)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the exposure providerConfig: %w", err)
+	}
+	return &runtime.RawExtension{Raw: raw}, nil
+}
+
+// Init runs gardenadm init's step (Gardener's code, framework.Gardenadm) and returns the
+// one DNS value it computed for the shoot's kube-apiserver domain.
+func (e *Extension) Init(ctx context.Context) (string, error) {
+	values, err := e.Gardenadm.Init(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(values) != 1 {
+		return "", fmt.Errorf("gardenadm init computed the DNS values %v, want one", values)
+	}
+	return values[0], nil
+}
+
+// Configure sets the Shoot's exposure providerConfig (implementation empty: the default)
+// and runs gardenadm init's step again, as an operator changes the configuration.
+func (e *Extension) Configure(ctx context.Context, implementation v1alpha1.AgentImplementation) error {
+	config, err := ExposureConfig(e.cluster, implementation)
+	if err != nil {
+		return err
+	}
+	if err := framework.SetShootExposureProviderConfig(ctx, e.Client, config); err != nil {
+		return err
+	}
+	_, err = e.Init(ctx)
+	return err
+}
+
+// Exposure reads the exposure Gardener created.
+func (e *Extension) Exposure(ctx context.Context) (*extensionsv1alpha1.SelfHostedShootExposure, error) {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: framework.Namespace, Name: ExposureName}, exp); err != nil {
+		return nil, err
+	}
+	return exp, nil
 }
 
 // InstallChart renders the chart with the values Gardener gives a self-hosted shoot's
@@ -186,7 +255,7 @@ func (e *Extension) InstallChart(ctx context.Context, agentImage string) error {
 			continue
 		}
 		if obj.GetKind() == "Deployment" {
-			if obj, err = bootstrapMode(obj); err != nil {
+			if obj, err = bootstrapMode(obj, e.cluster.Net().APIServerPort()); err != nil {
 				return err
 			}
 		}
@@ -199,7 +268,7 @@ func (e *Extension) InstallChart(ctx context.Context, agentImage string) error {
 
 // bootstrapMode makes the controller's Deployment what gardenadm runs: host network, and
 // the in-cluster config on the node's own kube-apiserver.
-func bootstrapMode(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func bootstrapMode(obj *unstructured.Unstructured, apiServerPort uint16) (*unstructured.Unstructured, error) {
 	d := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
 		return nil, fmt.Errorf("decoding the Deployment: %w", err)
@@ -210,7 +279,7 @@ func bootstrapMode(obj *unstructured.Unstructured) (*unstructured.Unstructured, 
 	c := &spec.Containers[0]
 	c.Env = append(c.Env,
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
-		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(APIServerPort)})
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: fmt.Sprint(apiServerPort)})
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the Deployment: %w", err)
@@ -228,32 +297,6 @@ func bootstrapMode(obj *unstructured.Unstructured) (*unstructured.Unstructured, 
 func splitRef(ref string) (repo, tag string) {
 	i := strings.LastIndex(ref, ":")
 	return ref[:i], ref[i+1:]
-}
-
-// NewExposure is the SelfHostedShootExposure as gardenadm creates it: every control-plane
-// node as an endpoint, with the cluster's VIP as vipAddress (its serving certificates
-// carry it) and the nodes' interface for the agent.
-func (e *Extension) NewExposure() *extensionsv1alpha1.SelfHostedShootExposure {
-	net := e.cluster.Net()
-	exp := &extensionsv1alpha1.SelfHostedShootExposure{
-		ObjectMeta: metav1.ObjectMeta{Name: ExposureName, Namespace: framework.Namespace},
-		Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{
-			DefaultSpec: extensionsv1alpha1.DefaultSpec{
-				Type: framework.DefaultExposureType,
-				ProviderConfig: &runtime.RawExtension{Raw: fmt.Appendf(nil,
-					`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":%q,"agent":{"interface":%q}}`,
-					net.VIP(), netns.Interface)},
-			},
-			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: framework.Namespace, Name: framework.CloudProviderSecretName},
-			Port:           APIServerPort,
-		},
-	}
-	for _, n := range net.Nodes() {
-		exp.Spec.Endpoints = append(exp.Spec.Endpoints, extensionsv1alpha1.ControlPlaneEndpoint{
-			NodeName: n.Name(), Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP().String()}},
-		})
-	}
-	return exp
 }
 
 // WaitSucceeded waits until the exposure has Succeeded for its current generation with an
@@ -288,7 +331,11 @@ func (e *Extension) WaitSucceeded(ctx context.Context, timeout time.Duration, se
 // extension upgrade.
 func (e *Extension) Reconcile(ctx context.Context) error {
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"gardener.cloud/operation":"reconcile"}}}`))
-	return e.Client.Patch(ctx, e.NewExposure(), patch)
+	exp, err := e.Exposure(ctx)
+	if err != nil {
+		return err
+	}
+	return e.Client.Patch(ctx, exp, patch)
 }
 
 // WaitAgentsReady waits until the agents' DaemonSet is rolled out with a Ready pod on
@@ -382,19 +429,12 @@ func (e *Extension) TaggedPorts(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// DeleteExposure deletes the exposure and waits until the controller has finished.
+// DeleteExposure deletes the exposure with Gardener's code (as gardenadm's destroy would)
+// and waits until the controller has finished.
 func (e *Extension) DeleteExposure(ctx context.Context, timeout time.Duration) error {
-	exp := e.NewExposure()
-	if err := e.Client.Delete(ctx, exp); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		err := e.Client.Get(ctx, client.ObjectKeyFromObject(exp), exp)
-		return apierrors.IsNotFound(err), nil
-	})
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return e.Gardenadm.Destroy(ctx)
 }
 
 // Teardown deletes the exposure through the controller and then removes, as a fallback,
@@ -402,7 +442,7 @@ func (e *Extension) DeleteExposure(ctx context.Context, timeout time.Duration) e
 // the forwarder.
 func (e *Extension) Teardown(ctx context.Context) error {
 	var errs []error
-	if e.Client != nil {
+	if e.Gardenadm != nil {
 		if err := e.DeleteExposure(ctx, 2*time.Minute); err != nil {
 			errs = append(errs, fmt.Errorf("deleting the exposure: %w", err))
 		}

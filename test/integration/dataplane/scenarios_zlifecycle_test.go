@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,8 @@ import (
 
 // The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
 // (framework.Gardenadm), in order: init with the first node only, the other two join and a
-// failover needs one of them, init runs again, destroy. Each step ends with the checks of
+// failover needs one of them, init runs again, the exposure object is lost and re-created,
+// the credentials are rotated, destroy. Each step ends with the checks of
 // checkFrontDoor. The tests run after the other scenarios (file order), whose exposure is
 // gone by then, and share lifecycle.
 var lifecycle struct {
@@ -178,9 +180,154 @@ func TestLifecycle3InitAgain(t *testing.T) {
 	}
 }
 
-// TestLifecycle4Destroy: Gardener's Destroy and WaitCleanup; nothing of the exposure is left
+// TestLifecycle4ExposureLostAndRecreated: the exposure object is lost (its finalizer
+// removed, then deleted) and gardenadm init creates it again with Gardener's Deploy: a new
+// UID and no status. The controller must take over the cluster's front door: the same VIP
+// port, floating IP and DNS value, and nothing new in Neutron. The agents keep running, so
+// the front door stays up throughout.
+func TestLifecycle4ExposureLostAndRecreated(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	checkFrontDoor(t, ctx, f)
+	lost := lifecycleExposure(t, ctx, f)
+	was, err := exposure.DecodeStatus(lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fipsBefore := f.projectFloatingIPs(t, ctx)
+	p := f.step(t, ctx)
+	before := f.metrics.Snapshot()
+
+	patch := client.MergeFrom(lost.DeepCopy())
+	lost.Finalizers = nil
+	if err := f.cl.Patch(ctx, lost, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cl.Delete(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(f.cl.Get(ctx, client.ObjectKeyFromObject(lost), &extensionsv1alpha1.SelfHostedShootExposure{})), nil
+	}); err != nil {
+		t.Fatalf("the exposure without finalizer was not deleted: %v", err)
+	}
+	start := time.Now()
+	dns, err := lifecycle.g.Init(ctx)
+	if err != nil {
+		t.Fatalf("gardenadm init after the loss: %v (controller log in %s)", err, f.ctrlLog)
+	}
+	calls := f.metrics.Snapshot().Sub(before)
+	res := p.Stop()
+	t.Logf("gardenadm init after the loss: DNS value %v after %s; %d OpenStack calls (%d writes): %v", dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
+	// The agents run on; were the controller to roll them, a graceful handover is the most.
+	netns.CheckOutage(t, "the exposure lost and re-created (through the floating IP)", res, gracefulBound)
+
+	again := lifecycleExposure(t, ctx, f)
+	if again.UID == lost.UID {
+		t.Fatalf("the re-created exposure has the lost one's UID %s", again.UID)
+	}
+	if len(dns) != 1 || dns[0] != lifecycle.dns {
+		t.Errorf("gardenadm init computed the DNS value %v, want the first init's %s, where DNS still points", dns, lifecycle.dns)
+	}
+	now, err := exposure.DecodeStatus(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.PortID != was.PortID || now.VIPAddress != was.VIPAddress || now.FloatingIPID != was.FloatingIPID {
+		t.Errorf("the re-created exposure recorded port %s, VIP %s, floating IP %s; want the lost one's %s, %s, %s",
+			now.PortID, now.VIPAddress, now.FloatingIPID, was.PortID, was.VIPAddress, was.FloatingIPID)
+	}
+	if fipsAfter := f.projectFloatingIPs(t, ctx); len(fipsAfter) != len(fipsBefore) {
+		t.Errorf("the project had %d floating IPs before the loss and has %d after: %v", len(fipsBefore), len(fipsAfter), fipsAfter)
+	}
+	checkFrontDoor(t, ctx, f)
+}
+
+// TestLifecycle5CredentialsRotated: the Shoot's credentials are rotated: a new application
+// credential goes into the Secret and the old one is deleted in Keystone (which revokes its
+// tokens). gardenadm init's next run reconciles with the new one: it reaches OpenStack and
+// succeeds, and the front door stays as it was. The environment's own credential is never
+// deleted: the step rotates from a credential of its own, and back at the end.
+func TestLifecycle5CredentialsRotated(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	env := f.dp.OpenStack
+	creds, err := env.ApplicationCredentials(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := framework.UniqueTechnicalID("")
+	oldID, oldSecret, err := creds.Create(ctx, "kube-vip-rotation-old-"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newID, newSecret, err := creds.Create(ctx, "kube-vip-rotation-new-"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldDeleted := false
+	t.Cleanup(func() {
+		// Back to the environment's credential; the step's own ones go.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := framework.SetApplicationCredential(cctx, f.cl, env.ApplicationCredentialID, env.ApplicationCredentialSecret); err != nil {
+			t.Error(err)
+		}
+		if !oldDeleted {
+			_ = creds.Delete(cctx, oldID)
+		}
+		if err := creds.Delete(cctx, newID); err != nil {
+			t.Error(err)
+		}
+	})
+	// The shoot runs with the old credential first.
+	if err := framework.SetApplicationCredential(ctx, f.cl, oldID, oldSecret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lifecycle.g.Init(ctx); err != nil {
+		t.Fatalf("gardenadm init with the old credential: %v (controller log in %s)", err, f.ctrlLog)
+	}
+	holder := checkFrontDoor(t, ctx, f)
+
+	p := f.step(t, ctx)
+	before := f.metrics.Snapshot()
+	start := time.Now()
+	if err := framework.SetApplicationCredential(ctx, f.cl, newID, newSecret); err != nil {
+		t.Fatal(err)
+	}
+	if err := creds.Delete(ctx, oldID); err != nil {
+		t.Fatal(err)
+	}
+	oldDeleted = true
+	dns, err := lifecycle.g.Init(ctx)
+	if err != nil {
+		t.Fatalf("gardenadm init after the rotation: %v (controller log in %s)", err, f.ctrlLog)
+	}
+	calls := f.metrics.Snapshot().Sub(before)
+	res := p.Stop()
+	t.Logf("gardenadm init after the rotation: DNS value %v after %s; %d OpenStack calls (%d writes): %v", dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
+	// As for a loss: the agents need no OpenStack, a roll would be a graceful handover.
+	netns.CheckOutage(t, "credentials rotated (through the floating IP)", res, gracefulBound)
+	if calls.Total() == 0 {
+		t.Errorf("the reconcile after the rotation made no OpenStack call: it did not show that the new credential works")
+	}
+	if len(dns) != 1 || dns[0] != lifecycle.dns {
+		t.Errorf("DNS value %v, want the first init's %s", dns, lifecycle.dns)
+	}
+	if now := checkFrontDoor(t, ctx, f); now != holder {
+		t.Errorf("the VIP moved from %s to %s", holder, now)
+	}
+}
+
+// TestLifecycle6Destroy: Gardener's Destroy and WaitCleanup; nothing of the exposure is left
 // in Neutron or Kubernetes, and the DNS value answers no more.
-func TestLifecycle4Destroy(t *testing.T) {
+func TestLifecycle6Destroy(t *testing.T) {
 	f, ctx := scenario(t)
 	if lifecycle.g == nil {
 		t.Skip("needs TestLifecycle1InitFirstNode")
@@ -278,6 +425,34 @@ func lifecycleExposure(t *testing.T, ctx context.Context, f *frontDoor) *extensi
 		t.Fatal(err)
 	}
 	return exp
+}
+
+// step starts probing https://<DNS value>/readyz from the external client every 20 ms, for
+// the outage of a lifecycle step; Stop ends it.
+func (f *frontDoor) step(t *testing.T, ctx context.Context) *netns.Prober {
+	t.Helper()
+	p, err := f.client.StartProber(ctx, netns.ProbeOptions{
+		Mode: netns.ProbeHTTPS, Target: netipAddrPort(t, lifecycle.dns, apiPort), ServerName: f.cluster.Net().VIP().String(),
+		Interval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond, Duration: 4 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// projectFloatingIPs are the addresses of the project's floating IPs.
+func (f *frontDoor) projectFloatingIPs(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	list, err := f.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{ProjectID: f.dp.OpenStack.ProjectID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, 0, len(list))
+	for _, fip := range list {
+		addrs = append(addrs, fip.FloatingIP)
+	}
+	return addrs
 }
 
 func daemonSetReady(ds *appsv1.DaemonSet) string {
