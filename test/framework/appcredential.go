@@ -1,4 +1,4 @@
-// SPDX-FileCopyrightText: 2026 SAP SE or an SAP affiliate company and Gardener contributors
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
 //
 // SPDX-License-Identifier: Apache-2.0
 
