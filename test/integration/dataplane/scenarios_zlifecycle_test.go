@@ -99,8 +99,8 @@ var releasedViaPeer = regexp.MustCompile(`"msg":"Released the Lease"[^\n]*"via":
 
 // TestLifecycle2JoinThenFailoverThroughJoinedNode: the second and third nodes join the
 // control plane (spec.endpoints stays as init wrote it); their agents start and the VIP
-// does not move. Then the first node's kube-apiserver dies: its agent must release the
-// Lease through a joined node's kube-apiserver, which was never in spec.endpoints.
+// moves at most once, away from the etcd leader. Then the holder's kube-apiserver dies:
+// its agent must release the Lease through a peer it found in the kubernetes EndpointSlice.
 func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	f, ctx := scenario(t)
 	t.Cleanup(func() { destroyOnFailure(t, f) })
@@ -115,9 +115,19 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	if ds, err := f.cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{}); err != nil || ds.Status.NumberReady != 3 {
 		t.Fatalf("agents after the joins: %v, %v", daemonSetReady(ds), err)
 	}
+	// The init node leads etcd, so once a joined node is eligible its agent hands the VIP
+	// over once (the etcd-leader yield, as with gardenadm's etcd): one move at most, never
+	// two holders. The kill then goes to the settled holder, which does not lead etcd.
+	if _, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool {
+		leads, err := n.EtcdLeads(ctx)
+		return err == nil && !leads
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
 	rep := sampler.Stop()
-	if len(rep.Changes) != 1 || len(rep.Overlaps) != 0 {
-		t.Errorf("the VIP moved while the nodes joined: %+v", rep.Changes)
+	if len(rep.Changes) > 2 || len(rep.Overlaps) != 0 {
+		t.Errorf("the VIP moved more than the one etcd-leader yield, or sat on two nodes, while the nodes joined: changes %+v, overlaps %+v", rep.Changes, rep.Overlaps)
 	}
 	exp := lifecycleExposure(t, ctx, f)
 	if len(exp.Spec.Endpoints) != 1 {
@@ -130,18 +140,18 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	first.KillAPIServer()
 	res := p.Wait()
-	netns.CheckOutage(t, "the first node's kube-apiserver killed (through the floating IP)", res, apiserverBound)
+	netns.CheckOutage(t, "the holder's kube-apiserver killed (through the floating IP)", res, apiserverBound)
 	holder, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return n != first })
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the VIP moved from %s to the joined %s; longest outage through the floating IP %s", first, holder, res.Longest().Round(time.Millisecond))
+	t.Logf("the VIP moved from %s to %s; longest outage through the floating IP %s", first, holder, res.Longest().Round(time.Millisecond))
 	log, err := f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !releasedViaPeer.MatchString(log) {
-		t.Errorf("%s's agent did not release the Lease through a joined node's kube-apiserver; its log:\n%s", first, log)
+		t.Errorf("%s's agent did not release the Lease through another node's kube-apiserver; its log:\n%s", first, log)
 	}
 	if err := first.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
