@@ -256,88 +256,9 @@ func TestLifecycle4ExposureLostAndRecreated(t *testing.T) {
 	checkFrontDoor(t, ctx, f)
 }
 
-// TestLifecycle5CredentialsRotated: the Shoot's credentials are rotated: a new application
-// credential goes into the Secret and the old one is deleted in Keystone (which revokes its
-// tokens). gardenadm init's next run reconciles with the new one: it reaches OpenStack and
-// succeeds, and the front door stays as it was. The environment's own credential is never
-// deleted: the step rotates from a credential of its own, and back at the end.
-func TestLifecycle5CredentialsRotated(t *testing.T) {
-	f, ctx := scenario(t)
-	t.Cleanup(func() { destroyOnFailure(t, f) })
-	if lifecycle.g == nil {
-		t.Skip("needs TestLifecycle1InitFirstNode")
-	}
-	env := f.dp.OpenStack
-	creds, err := env.ApplicationCredentials(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	suffix := framework.UniqueTechnicalID("")
-	oldID, oldSecret, err := creds.Create(ctx, "kube-vip-rotation-old-"+suffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newID, newSecret, err := creds.Create(ctx, "kube-vip-rotation-new-"+suffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldDeleted := false
-	t.Cleanup(func() {
-		// Back to the environment's credential; the step's own ones go.
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := framework.SetApplicationCredential(cctx, f.cl, env.ApplicationCredentialID, env.ApplicationCredentialSecret); err != nil {
-			t.Error(err)
-		}
-		if !oldDeleted {
-			_ = creds.Delete(cctx, oldID)
-		}
-		if err := creds.Delete(cctx, newID); err != nil {
-			t.Error(err)
-		}
-	})
-	// The shoot runs with the old credential first.
-	if err := framework.SetApplicationCredential(ctx, f.cl, oldID, oldSecret); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lifecycle.g.Init(ctx); err != nil {
-		t.Fatalf("gardenadm init with the old credential: %v (controller log in %s)", err, f.ctrlLog)
-	}
-	holder := checkFrontDoor(t, ctx, f)
-
-	p := f.step(t, ctx)
-	before := f.metrics.Snapshot()
-	start := time.Now()
-	if err := framework.SetApplicationCredential(ctx, f.cl, newID, newSecret); err != nil {
-		t.Fatal(err)
-	}
-	if err := creds.Delete(ctx, oldID); err != nil {
-		t.Fatal(err)
-	}
-	oldDeleted = true
-	dns, err := lifecycle.g.Init(ctx)
-	if err != nil {
-		t.Fatalf("gardenadm init after the rotation: %v (controller log in %s)", err, f.ctrlLog)
-	}
-	calls := f.metrics.Snapshot().Sub(before)
-	res := p.Stop()
-	t.Logf("gardenadm init after the rotation: DNS value %v after %s; %d OpenStack calls (%d writes): %v", dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
-	// As for a loss: the agents need no OpenStack, a roll would be a graceful handover.
-	netns.CheckOutage(t, "credentials rotated (through the floating IP)", res, gracefulBound)
-	if calls.Total() == 0 {
-		t.Errorf("the reconcile after the rotation made no OpenStack call: it did not show that the new credential works")
-	}
-	if len(dns) != 1 || dns[0] != lifecycle.dns {
-		t.Errorf("DNS value %v, want the first init's %s", dns, lifecycle.dns)
-	}
-	if now := checkFrontDoor(t, ctx, f); now != holder {
-		t.Errorf("the VIP moved from %s to %s", holder, now)
-	}
-}
-
-// TestLifecycle6Destroy: Gardener's Destroy and WaitCleanup; nothing of the exposure is left
+// TestLifecycle5Destroy: Gardener's Destroy and WaitCleanup; nothing of the exposure is left
 // in Neutron or Kubernetes, and the DNS value answers no more.
-func TestLifecycle6Destroy(t *testing.T) {
+func TestLifecycle5Destroy(t *testing.T) {
 	f, ctx := scenario(t)
 	if lifecycle.g == nil {
 		t.Skip("needs TestLifecycle1InitFirstNode")
