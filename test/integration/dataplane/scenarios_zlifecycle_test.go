@@ -126,7 +126,8 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	rep := sampler.Stop()
-	if len(rep.Changes) > 2 || len(rep.Overlaps) != 0 {
+	// Changes: the first holder, then at most one handover (nobody for a moment, then the new holder).
+	if len(rep.Changes) > 3 || len(rep.Overlaps) != 0 {
 		t.Errorf("the VIP moved more than the one etcd-leader yield, or sat on two nodes, while the nodes joined: changes %+v, overlaps %+v", rep.Changes, rep.Overlaps)
 	}
 	exp := lifecycleExposure(t, ctx, f)
