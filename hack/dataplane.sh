@@ -38,6 +38,9 @@ VXLAN_PORT=24789
 AGENT_HOST=kvdp-host
 VTEP_IP=198.19.255.1
 CLIENT_NS=kvdp-client CLIENT_IP=198.19.0.1
+# IPv6 (2001:2::/48 only): the client is the external IPv6 subnet's gateway and routes the node
+# prefix to the router, which routes it without NAT
+CLIENT_IP6=2001:2:0:1::1 NODE_PREFIX6=2001:2:0:10::/64 NODE_GATEWAY6=2001:2:0:10::1
 PKGS="python3-neutron rabbitmq-server iptables ipset conntrack arping curl jq iproute2"
 
 now() { date +%s%N; }
@@ -94,6 +97,7 @@ plumb_host() {
     ip link set kvdp-cl0 master kvdp-ext up
     ip -n "$CLIENT_NS" link set lo up
     ip -n "$CLIENT_NS" addr add "$CLIENT_IP/24" dev eth0
+    ip -n "$CLIENT_NS" addr add "$CLIENT_IP6/64" dev eth0 nodad
     ip -n "$CLIENT_NS" link set eth0 up
   fi
 }
@@ -180,13 +184,13 @@ start_agent() { # start_agent NAME INI
 # The node security group admits ICMP and the API ports from anywhere, as a shoot's would, and
 # from the group itself (the other nodes) what a control plane needs between its nodes: etcd's
 # client and peer ports and the kubelet's port.
-sg_rule() { # sg_rule PROTO PORT_MIN PORT_MAX REMOTE (an address prefix or "self"), unless it exists
-  local remote port match body
+sg_rule() { # sg_rule PROTO PORT_MIN PORT_MAX REMOTE (an address prefix or "self") [ETHERTYPE], unless it exists
+  local remote port match body ethertype=${5:-IPv4}
   if [ "$4" = self ]; then remote='"remote_group_id":"'"$SECURITY_GROUP_ID"'"' match='.remote_group_id==$sg'; else remote='"remote_ip_prefix":"'"$4"'"' match='.remote_ip_prefix==$r'; fi
   port="" && [ -z "$2" ] || port=',"port_range_min":'"$2"',"port_range_max":'"$3"
   [ "$(jq --arg p "$1" --arg n "$2" --arg x "$3" --arg sg "$SECURITY_GROUP_ID" --arg r "$4" \
-    "[.security_group_rules[] | select(.protocol==\$p and $match and (.port_range_min|tostring)==(if \$n==\"\" then \"null\" else \$n end) and (.port_range_max|tostring)==(if \$x==\"\" then \"null\" else \$x end))] | length" <<<"$RULES")" = 0 ] || return 0
-  body='{"security_group_rule":{"security_group_id":"'"$SECURITY_GROUP_ID"'","direction":"ingress","ethertype":"IPv4","protocol":"'"$1"'"'"$port,$remote"'}}'
+    --arg e "$ethertype" "[.security_group_rules[] | select(.protocol==\$p and .ethertype==\$e and $match and (.port_range_min|tostring)==(if \$n==\"\" then \"null\" else \$n end) and (.port_range_max|tostring)==(if \$x==\"\" then \"null\" else \$x end))] | length" <<<"$RULES")" = 0 ] || return 0
+  body='{"security_group_rule":{"security_group_id":"'"$SECURITY_GROUP_ID"'","direction":"ingress","ethertype":"'"$ethertype"'","protocol":"'"$1"'"'"$port,$remote"'}}'
   nt POST /security-group-rules "$body" >/dev/null
 }
 provision() {
@@ -198,6 +202,13 @@ provision() {
   sg_rule tcp 6443 6443 0.0.0.0/0
   sg_rule tcp 2379 2380 self
   sg_rule tcp 10250 10250 self
+  sg_rule ipv6-icmp "" "" ::/0 IPv6
+  sg_rule tcp 443 443 ::/0 IPv6
+  sg_rule tcp 6443 6443 ::/0 IPv6
+  sg_rule tcp 2379 2380 self IPv6
+  sg_rule tcp 10250 10250 self IPv6
+  # the client's route to the node prefix (the router's IPv6 gateway address is known only now)
+  ip -n "$CLIENT_NS" -6 route replace "$NODE_PREFIX6" via "$ROUTER_GATEWAY_IP6"
   MTU=$(nt GET "/networks/$NETWORK_ID" | jq -r .network.mtu)
   (
     umask 077
@@ -209,6 +220,8 @@ export DATAPLANE_CLIENT_IP=$CLIENT_IP
 export DATAPLANE_NODE_BRIDGE=brq${NETWORK_ID:0:11}
 export DATAPLANE_NODE_MTU=$MTU
 export DATAPLANE_NODE_GATEWAY=198.18.0.1
+export DATAPLANE_CLIENT_IP6=$CLIENT_IP6
+export DATAPLANE_NODE_GATEWAY6=$NODE_GATEWAY6
 export DATAPLANE_ROUTER_NS=qrouter-$ROUTER_ID
 # binding:host_id is admin-only: the "Nova step" (plugging a node into its port) needs the admin
 export DATAPLANE_ADMIN_USER=admin
@@ -349,7 +362,7 @@ smoke() {
   TOKEN=$(admin_token)
   local fip t rc=0 # port, tap, ns and fip_id stay global: the EXIT trap needs them
   ns=kvdp-smoke fip_id=""
-  port=${NODE_PORT_IDS%% *} ip=${NODE_IPS%% *}
+  port=${NODE_PORT_IDS%% *} ip=${NODE_IPS%% *} ip6=${NODE_IPS6%% *}
   mac=$(nt GET "/ports/$port" | jq -r .port.mac_address)
   tap=tap${port:0:11}
   cleanup() {
@@ -367,6 +380,8 @@ smoke() {
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "$ip/24" dev eth0
   ip -n "$ns" route add default via "$DATAPLANE_NODE_GATEWAY"
+  ip -n "$ns" addr add "$ip6/64" dev eth0 nodad
+  ip -n "$ns" -6 route add default via "$DATAPLANE_NODE_GATEWAY6"
   ip link set "$tap" up
   nt PUT "/ports/$port" '{"port":{"binding:host_id":"'"$DATAPLANE_AGENT_HOST"'"}}' >/dev/null
   for _ in $(seq 1 120); do ip link show "$DATAPLANE_NODE_BRIDGE" >/dev/null 2>&1 && break; sleep 0.5; done
@@ -389,6 +404,15 @@ smoke() {
     rc=1
   else
     log "PASS: client has no way to the node address $ip"
+  fi
+  # IPv6 has no floating IP: the router routes the node prefix, so the node's own address answers
+  t=$(now)
+  for _ in $(seq 1 30); do ip netns exec "$CLIENT_NS" ping -6 -c 1 -W 1 "$ip6" >/dev/null 2>&1 && break; done
+  if ip netns exec "$CLIENT_NS" ping -6 -c 3 -i 0.2 -W 1 "$ip6" >/dev/null; then
+    log "PASS: client $CLIENT_IP6 pings the node's IPv6 address $ip6 through the router ($(since "$t")s)"
+  else
+    log "FAIL: client cannot ping the node's IPv6 address $ip6 through the router"
+    rc=1
   fi
   return $rc
 }

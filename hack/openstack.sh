@@ -405,24 +405,50 @@ provision_neutron() {
     '{"network":{"name":"public","router:external":true,"provider:network_type":"flat","provider:physical_network":"external","shared":false}}')
   EXTERNAL_SUBNET_ID=$(nt_ensure "$admin_tok" subnets public-subnet "&network_id=$EXTERNAL_NETWORK_ID" \
     '{"subnet":{"name":"public-subnet","network_id":"'"$EXTERNAL_NETWORK_ID"'","ip_version":4,"cidr":"198.19.0.0/24","gateway_ip":"198.19.0.1","enable_dhcp":false}}')
+  # IPv6 (benchmarking range 2001:2::/48 only): addresses are static (no ipv6_ra_mode or
+  # ipv6_address_mode, no DHCP): nodes configure their port's address themselves. Made before
+  # the router so its gateway port gets an address of each family.
+  EXTERNAL_SUBNET6_ID=$(nt_ensure "$admin_tok" subnets public-subnet-v6 "&network_id=$EXTERNAL_NETWORK_ID" \
+    '{"subnet":{"name":"public-subnet-v6","network_id":"'"$EXTERNAL_NETWORK_ID"'","ip_version":6,"cidr":"2001:2:0:1::/64","gateway_ip":"2001:2:0:1::1","enable_dhcp":false}}')
   local p="&project_id=$DEMO_PROJECT_ID"
   NETWORK_ID=$(nt_ensure "$demo_tok" networks nodes "$p" '{"network":{"name":"nodes"}}')
   SUBNET_ID=$(nt_ensure "$demo_tok" subnets nodes "$p&network_id=$NETWORK_ID" \
     '{"subnet":{"name":"nodes","network_id":"'"$NETWORK_ID"'","ip_version":4,"cidr":"198.18.0.0/24","gateway_ip":"198.18.0.1","allocation_pools":[{"start":"198.18.0.100","end":"198.18.0.250"}]}}')
+  SUBNET6_ID=$(nt_ensure "$demo_tok" subnets nodes-v6 "$p&network_id=$NETWORK_ID" \
+    '{"subnet":{"name":"nodes-v6","network_id":"'"$NETWORK_ID"'","ip_version":6,"cidr":"2001:2:0:10::/64","gateway_ip":"2001:2:0:10::1","enable_dhcp":false,"allocation_pools":[{"start":"2001:2:0:10::100","end":"2001:2:0:10::250"}]}}')
   ROUTER_ID=$(nt_ensure "$demo_tok" routers nodes "$p" \
     '{"router":{"name":"nodes","external_gateway_info":{"network_id":"'"$EXTERNAL_NETWORK_ID"'"}}}')
-  if [ "$(nt "$demo_tok" GET "/ports?device_id=$ROUTER_ID&network_id=$NETWORK_ID" | jq '.ports|length')" = 0 ]; then
-    nt "$demo_tok" PUT "/routers/$ROUTER_ID/add_router_interface" '{"subnet_id":"'"$SUBNET_ID"'"}' >/dev/null
+  # one router interface per node subnet; IPv6 is routed, not NATed (Neutron has no IPv6 NAT)
+  local sn
+  for sn in "$SUBNET_ID" "$SUBNET6_ID"; do
+    if [ "$(nt "$demo_tok" GET "/ports?device_id=$ROUTER_ID&network_id=$NETWORK_ID&fixed_ips=subnet_id%3D$sn" | jq '.ports|length')" = 0 ]; then
+      nt "$demo_tok" PUT "/routers/$ROUTER_ID/add_router_interface" '{"subnet_id":"'"$sn"'"}' >/dev/null
+    fi
+  done
+  # the external client routes the node prefix to the router's IPv6 gateway address
+  ROUTER_GATEWAY_IP6=$(nt "$admin_tok" GET "/ports?device_id=$ROUTER_ID&network_id=$EXTERNAL_NETWORK_ID" |
+    jq -r --arg s "$EXTERNAL_SUBNET6_ID" '[.ports[].fixed_ips[] | select(.subnet_id==$s) | .ip_address][0] // empty')
+  if [ -z "$ROUTER_GATEWAY_IP6" ]; then
+    # a router of an older state directory (made before the external IPv6 subnet): add it
+    nt "$admin_tok" PUT "/routers/$ROUTER_ID" '{"router":{"external_gateway_info":{"network_id":"'"$EXTERNAL_NETWORK_ID"'","external_fixed_ips":[{"subnet_id":"'"$EXTERNAL_SUBNET_ID"'"},{"subnet_id":"'"$EXTERNAL_SUBNET6_ID"'"}]}}}' >/dev/null
+    ROUTER_GATEWAY_IP6=$(nt "$admin_tok" GET "/ports?device_id=$ROUTER_ID&network_id=$EXTERNAL_NETWORK_ID" |
+      jq -r --arg s "$EXTERNAL_SUBNET6_ID" '[.ports[].fixed_ips[] | select(.subnet_id==$s) | .ip_address][0] // empty')
   fi
+  [ -n "$ROUTER_GATEWAY_IP6" ] || die "the router's gateway port has no address on $EXTERNAL_SUBNET6_ID"
   SECURITY_GROUP_ID=$(nt "$demo_tok" GET "/security-groups?name=nodes$p" | jq -r '.security_groups[0].id // empty')
   [ -n "$SECURITY_GROUP_ID" ] || SECURITY_GROUP_ID=$(nt "$demo_tok" POST /security-groups \
     '{"security_group":{"name":"nodes","description":"control-plane nodes"}}' | jq -r .security_group.id)
   NODE_IPS="198.18.0.11 198.18.0.12 198.18.0.13"
+  NODE_IPS6="2001:2:0:10::11 2001:2:0:10::12 2001:2:0:10::13"
   NODE_PORT_IDS=""
-  local i=0 ip id
+  local i=0 ip ip6 id
+  local -a ips6
+  read -r -a ips6 <<<"$NODE_IPS6"
   for ip in $NODE_IPS; do
+    ip6=${ips6[$i]}
+    # dual-stack machines: one fixed IP per node subnet
     id=$(nt_ensure "$demo_tok" ports "control-plane-$i" "$p&network_id=$NETWORK_ID" \
-      '{"port":{"name":"control-plane-'"$i"'","network_id":"'"$NETWORK_ID"'","device_owner":"compute:nova","device_id":"machine-control-plane-'"$i"'","fixed_ips":[{"subnet_id":"'"$SUBNET_ID"'","ip_address":"'"$ip"'"}],"security_groups":["'"$SECURITY_GROUP_ID"'"]}}')
+      '{"port":{"name":"control-plane-'"$i"'","network_id":"'"$NETWORK_ID"'","device_owner":"compute:nova","device_id":"machine-control-plane-'"$i"'","fixed_ips":[{"subnet_id":"'"$SUBNET_ID"'","ip_address":"'"$ip"'"},{"subnet_id":"'"$SUBNET6_ID"'","ip_address":"'"$ip6"'"}],"security_groups":["'"$SECURITY_GROUP_ID"'"]}}')
     NODE_PORT_IDS="$NODE_PORT_IDS $id"
     i=$((i + 1))
   done
@@ -459,6 +485,12 @@ export ROUTER_ID=$ROUTER_ID
 export SECURITY_GROUP_ID=$SECURITY_GROUP_ID
 export NODE_PORT_IDS="$NODE_PORT_IDS"
 export NODE_IPS="$NODE_IPS"
+# IPv6 (static addresses, no RA or DHCPv6): the node subnet's and the external network's
+# subnets, the node ports' addresses (in NODE_PORT_IDS' order) and the router's gateway address
+export SUBNET6_ID=$SUBNET6_ID
+export EXTERNAL_SUBNET6_ID=$EXTERNAL_SUBNET6_ID
+export NODE_IPS6="$NODE_IPS6"
+export ROUTER_GATEWAY_IP6=$ROUTER_GATEWAY_IP6
 # Keystone's uwsgi configuration and the port on which a test may serve it over HTTPS with a
 # certificate of its own CA (test/framework's KeystoneTLS).
 export KEYSTONE_UWSGI_INI=$ETC/keystone-uwsgi.ini

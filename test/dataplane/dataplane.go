@@ -11,6 +11,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ type Env struct {
 	NodeBridge  string
 	NodeGateway string
 	NodeMTU     int
+	// ClientIP6 is the client's IPv6 address on the public network, NodeGateway6 the router's
+	// IPv6 address on the node network (empty with an IPv4-only hack/dataplane.sh).
+	ClientIP6    string
+	NodeGateway6 string
 	// RouterNS is the L3 agent's qrouter namespace of the node router.
 	RouterNS string
 	// Admin is a network client as the cloud admin (binding:host_id is admin-only).
@@ -109,6 +114,8 @@ func load(osEnv framework.OpenStackEnv, path string) (Env, error) {
 		NodeBridge:  vars["DATAPLANE_NODE_BRIDGE"],
 		NodeGateway: vars["DATAPLANE_NODE_GATEWAY"],
 		RouterNS:    vars["DATAPLANE_ROUTER_NS"],
+		ClientIP6:    vars["DATAPLANE_CLIENT_IP6"],
+		NodeGateway6: vars["DATAPLANE_NODE_GATEWAY6"],
 	}
 	if env.NodeMTU, err = strconv.Atoi(vars["DATAPLANE_NODE_MTU"]); err != nil {
 		return Env{}, fmt.Errorf("%s: DATAPLANE_NODE_MTU: %w", path, err)
@@ -137,7 +144,9 @@ type Node struct {
 	NS     string
 	PortID string
 	IP     string
-	MAC    string
+	// IP6 is the port's IPv6 address, empty if it has none.
+	IP6 string
+	MAC string
 }
 
 // Plug creates namespace ns with interface eth0 on Neutron port portID (its MAC, its first
@@ -171,7 +180,18 @@ func (e Env) plug(ctx context.Context, ns, portID string) (Node, error) {
 	if len(port.FixedIPs) == 0 {
 		return Node{}, fmt.Errorf("port %s has no fixed IP", portID)
 	}
-	n := Node{NS: ns, PortID: portID, IP: port.FixedIPs[0].IPAddress, MAC: port.MACAddress}
+	n := Node{NS: ns, PortID: portID, MAC: port.MACAddress}
+	// one address per family, configured statically as a VM's cloud-init would from the port
+	for _, f := range port.FixedIPs {
+		if a, err := netip.ParseAddr(f.IPAddress); err == nil && a.Is6() {
+			n.IP6 = cmp.Or(n.IP6, f.IPAddress)
+		} else {
+			n.IP = cmp.Or(n.IP, f.IPAddress)
+		}
+	}
+	if n.IP == "" {
+		return Node{}, fmt.Errorf("port %s has no IPv4 fixed IP", portID)
+	}
 	tap := tapOf(portID)
 	mtu := strconv.Itoa(e.NodeMTU)
 	for _, args := range [][]string{
@@ -180,11 +200,27 @@ func (e Env) plug(ctx context.Context, ns, portID string) (Node, error) {
 		{"-n", ns, "link", "set", "eth0", "address", n.MAC, "mtu", mtu, "up"},
 		{"-n", ns, "addr", "add", n.IP + "/24", "dev", "eth0"},
 		{"-n", ns, "route", "add", "default", "via", e.NodeGateway},
-		{"link", "set", tap, "up"},
 	} {
 		if err := IP(args...); err != nil {
 			return n, err
 		}
+	}
+	if n.IP6 != "" && e.NodeGateway6 != "" {
+		// nodad: the port's address is Neutron's to give, as a VM takes it from its metadata
+		// keep_addr_on_down: a VM's static address survives a cut link (the kernel flushes IPv6
+		// addresses of a link that goes down by default)
+		for _, args := range [][]string{
+			{"netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.keep_addr_on_down=1"},
+			{"-n", ns, "addr", "add", n.IP6 + "/64", "dev", "eth0", "nodad"},
+			{"-n", ns, "-6", "route", "add", "default", "via", e.NodeGateway6},
+		} {
+			if err := IP(args...); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := IP("link", "set", tap, "up"); err != nil {
+		return n, err
 	}
 	host := e.AgentHost
 	if _, err := ports.Update(ctx, e.Admin, portID, portsbinding.UpdateOptsExt{

@@ -46,6 +46,14 @@ type OpenStackEnv struct {
 	// NodePortIDs and NodeIPs are the control-plane machines' ports, in the same order.
 	NodePortIDs []string
 	NodeIPs     []string
+	// Subnet6ID is the node network's IPv6 subnet, NodeIPs6 the node ports' IPv6 addresses (in
+	// NodePortIDs' order), ExternalSubnet6ID the external network's IPv6 subnet and
+	// RouterGatewayIP6 the router's address on it; empty in an env file of an IPv4-only
+	// hack/openstack.sh.
+	Subnet6ID         string
+	NodeIPs6          []string
+	ExternalSubnet6ID string
+	RouterGatewayIP6  string
 	// AdminUsername, AdminPassword and AdminProjectName are the local cloud's admin
 	// (optional: empty in an env file without them).
 	AdminUsername    string
@@ -126,6 +134,10 @@ func LoadOpenStackEnv(path string) (OpenStackEnv, error) {
 		SecurityGroupID:             get("SECURITY_GROUP_ID"),
 		NodePortIDs:                 strings.Fields(get("NODE_PORT_IDS")),
 		NodeIPs:                     strings.Fields(get("NODE_IPS")),
+		Subnet6ID:                   vars["SUBNET6_ID"],
+		NodeIPs6:                    strings.Fields(vars["NODE_IPS6"]),
+		ExternalSubnet6ID:           vars["EXTERNAL_SUBNET6_ID"],
+		RouterGatewayIP6:            vars["ROUTER_GATEWAY_IP6"],
 		AdminUsername:               vars["OS_ADMIN_USERNAME"],
 		AdminPassword:               vars["OS_ADMIN_PASSWORD"],
 		AdminProjectName:            vars["OS_ADMIN_PROJECT_NAME"],

@@ -102,7 +102,7 @@ func (n *Node) LinkDown(context.Context) error {
 	if err != nil {
 		return err
 	}
-	routes, err := n.ns.nl.RouteList(l, netlink.FAMILY_V4)
+	routes, err := n.ns.nl.RouteList(l, netlink.FAMILY_ALL) // both families: a dual-stack node has an IPv6 default route
 	if err != nil {
 		return fmt.Errorf("%s: routes: %w", n.name, err)
 	}

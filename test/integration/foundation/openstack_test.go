@@ -80,15 +80,32 @@ func TestKeystoneAndNeutron(t *testing.T) {
 			if err != nil {
 				t.Fatalf("extracting ports: %v", err)
 			}
-			ipOf := map[string]string{}
+			// one fixed IP per node subnet: the IPv4 one and, when provisioned, the IPv6 one
+			ipOf := map[string]map[string]string{}
 			for _, p := range nodePorts {
-				if len(p.FixedIPs) == 1 {
-					ipOf[p.ID] = p.FixedIPs[0].IPAddress
+				ipOf[p.ID] = map[string]string{}
+				for _, f := range p.FixedIPs {
+					if _, dup := ipOf[p.ID][f.SubnetID]; dup {
+						t.Errorf("node port %s has two fixed IPs on subnet %s", p.ID, f.SubnetID)
+					}
+					ipOf[p.ID][f.SubnetID] = f.IPAddress
+				}
+				want := 1
+				if len(osEnv.NodeIPs6) > 0 {
+					want = 2
+				}
+				if len(p.FixedIPs) != want {
+					t.Errorf("node port %s has %d fixed IPs, want %d", p.ID, len(p.FixedIPs), want)
 				}
 			}
 			for i, id := range osEnv.NodePortIDs {
-				if ipOf[id] != osEnv.NodeIPs[i] {
-					t.Errorf("node port %s has IP %q, want %s", id, ipOf[id], osEnv.NodeIPs[i])
+				if got := ipOf[id][osEnv.SubnetID]; got != osEnv.NodeIPs[i] {
+					t.Errorf("node port %s has IPv4 %q, want %s", id, got, osEnv.NodeIPs[i])
+				}
+				if len(osEnv.NodeIPs6) > i {
+					if got := ipOf[id][osEnv.Subnet6ID]; got != osEnv.NodeIPs6[i] {
+						t.Errorf("node port %s has IPv6 %q, want %s", id, got, osEnv.NodeIPs6[i])
+					}
 				}
 			}
 		})
