@@ -107,13 +107,13 @@ func load(osEnv framework.OpenStackEnv, path string) (Env, error) {
 		}
 	}
 	env := Env{
-		OpenStack:   osEnv,
-		AgentHost:   vars["DATAPLANE_AGENT_HOST"],
-		ClientNS:    vars["DATAPLANE_CLIENT_NS"],
-		ClientIP:    vars["DATAPLANE_CLIENT_IP"],
-		NodeBridge:  vars["DATAPLANE_NODE_BRIDGE"],
-		NodeGateway: vars["DATAPLANE_NODE_GATEWAY"],
-		RouterNS:    vars["DATAPLANE_ROUTER_NS"],
+		OpenStack:    osEnv,
+		AgentHost:    vars["DATAPLANE_AGENT_HOST"],
+		ClientNS:     vars["DATAPLANE_CLIENT_NS"],
+		ClientIP:     vars["DATAPLANE_CLIENT_IP"],
+		NodeBridge:   vars["DATAPLANE_NODE_BRIDGE"],
+		NodeGateway:  vars["DATAPLANE_NODE_GATEWAY"],
+		RouterNS:     vars["DATAPLANE_ROUTER_NS"],
 		ClientIP6:    vars["DATAPLANE_CLIENT_IP6"],
 		NodeGateway6: vars["DATAPLANE_NODE_GATEWAY6"],
 	}
