@@ -24,6 +24,12 @@ type ExposureConfig struct {
 	// Default: the subnet with purpose "nodes" of the Infrastructure.
 	// +optional
 	SubnetID *string `json:"subnetID,omitempty"`
+	// SubnetIDs are the subnets of the virtual IPs, at most one per IP family: the VIP port
+	// gets one fixed IP in each. Mutually exclusive with SubnetID. A family of the shoot's
+	// spec.networking.ipFamilies that no subnet here serves takes the Infrastructure's
+	// subnet of that family (purpose "nodes" or "nodes-ipv6").
+	// +optional
+	SubnetIDs []string `json:"subnetIDs,omitempty"`
 	// FloatingPoolName is the name of the external network that floating IPs come from.
 	// Mutually exclusive with FloatingNetworkID.
 	// Default: status.providerStatus.networks.floatingPool of the Infrastructure.

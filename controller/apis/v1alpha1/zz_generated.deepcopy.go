@@ -109,6 +109,11 @@ func (in *ExposureConfig) DeepCopyInto(out *ExposureConfig) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.SubnetIDs != nil {
+		in, out := &in.SubnetIDs, &out.SubnetIDs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.FloatingPoolName != nil {
 		in, out := &in.FloatingPoolName, &out.FloatingPoolName
 		*out = new(string)

@@ -1,0 +1,114 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	extensionsv1alpha1helper "github.com/gardener/gardener/pkg/api/extensions/v1alpha1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+var (
+	v4   = gardencorev1beta1.IPFamilyIPv4
+	v6   = gardencorev1beta1.IPFamilyIPv6
+	cidr = map[string]string{"s4": "198.18.0.0/24", "s6": "2001:2:0:10::/64", "s6b": "2001:2:0:11::/64"}
+)
+
+func dualInfra() *InfrastructureStatus {
+	infra := &InfrastructureStatus{}
+	infra.Networks.Subnets = []InfrastructureSubnet{
+		{Purpose: PurposeNodes, ID: "s4", CIDR: "198.18.0.0/24"},
+		{Purpose: PurposeNodesIPv6, ID: "s6", CIDR: "2001:2:0:10::/64"},
+	}
+	return infra
+}
+
+func TestResolveFamilies(t *testing.T) {
+	type want struct {
+		subnets []string // "family=subnet[@vip]" in order
+		err     string   // a substring of the error, if any
+	}
+	for _, tc := range []struct {
+		name     string
+		cfg      v1alpha1.ExposureConfig
+		infra    *InfrastructureStatus
+		families []gardencorev1beta1.IPFamily
+		want     want
+	}{
+		{name: "default IPv4 from the Infrastructure", infra: dualInfra(), want: want{subnets: []string{"IPv4=s4"}}},
+		{name: "dual-stack from the Infrastructure, shoot order", infra: dualInfra(), families: []gardencorev1beta1.IPFamily{v6, v4}, want: want{subnets: []string{"IPv6=s6", "IPv4=s4"}}},
+		{name: "IPv6-only from the Infrastructure", infra: dualInfra(), families: []gardencorev1beta1.IPFamily{v6}, want: want{subnets: []string{"IPv6=s6"}}},
+		{name: "subnetIDs override the Infrastructure", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s6b"}}, families: []gardencorev1beta1.IPFamily{v4, v6}, want: want{subnets: []string{"IPv4=s4", "IPv6=s6b"}}},
+		{name: "pinned IPv6 VIP", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:10::c8")}, families: []gardencorev1beta1.IPFamily{v4, v6}, want: want{subnets: []string{"IPv4=s4", "IPv6=s6@2001:2:0:10::c8"}}},
+		{name: "no IPv6 subnet", infra: func() *InfrastructureStatus { i := dualInfra(); i.Networks.Subnets = i.Networks.Subnets[:1]; return i }(), families: []gardencorev1beta1.IPFamily{v4, v6}, want: want{err: "the shoot's ipFamilies include IPv6, but neither the provider config nor the Infrastructure status names an IPv6 subnet"}},
+		{name: "two subnets of one family", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s6", "s6b"}}, families: []gardencorev1beta1.IPFamily{v6}, want: want{err: "a second IPv6 subnet"}},
+		{name: "subnet of a family the shoot has not", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s6"}}, want: want{err: "the subnet is IPv6, but the shoot's ipFamilies are [IPv4]"}},
+		{name: "subnetID and subnetIDs", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{SubnetID: ptr.To("s4"), SubnetIDs: []string{"s6"}}, want: want{err: "must not be set together with subnetID"}},
+		{name: "IPv6 floating IP", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{FloatingIP: ptr.To("2001:2:0:1::5")}, families: []gardencorev1beta1.IPFamily{v4, v6}, want: want{err: "Neutron has no IPv6 floating IPs"}},
+		{name: "IPv6-only with a floating pool", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{FloatingPoolName: ptr.To("public")}, families: []gardencorev1beta1.IPFamily{v6}, want: want{err: "an IPv6-only exposure has no floating IP"}},
+		{name: "IPv6 VIP outside its subnet", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:99::1")}, families: []gardencorev1beta1.IPFamily{v6}, want: want{err: "must be in the subnet's range 2001:2:0:10::/64"}},
+		{name: "IPv6 VIP on an IPv4 shoot", infra: dualInfra(), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:10::c8")}, want: want{err: "the address is IPv6, but the shoot's ipFamilies are [IPv4]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, errs := ResolveFamilies(FamilyInputs{Config: &tc.cfg, Infra: tc.infra, IPFamilies: tc.families, SubnetCIDRs: cidr}, field.NewPath("providerConfig"))
+			if tc.want.err != "" {
+				if !strings.Contains(errs.ToAggregate().Error(), tc.want.err) {
+					t.Fatalf("errors %v, want one with %q", errs, tc.want.err)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			var names []string
+			for _, s := range got {
+				n := string(s.Family) + "=" + s.SubnetID
+				if s.VIPAddress != "" {
+					n += "@" + s.VIPAddress
+				}
+				names = append(names, n)
+			}
+			if !slices.Equal(names, tc.want.subnets) {
+				t.Errorf("subnets %v, want %v", names, tc.want.subnets)
+			}
+		})
+	}
+}
+
+// The DNS value Gardener computes from status.ingress (its own helper, as gardenadm init
+// does) is the front door of the shoot's first family.
+func TestFamilyIngressDNSValue(t *testing.T) {
+	const fip, vip6 = "198.19.0.50", "2001:2:0:10::c8"
+	doors := map[gardencorev1beta1.IPFamily]string{v4: fip, v6: vip6}
+	for _, tc := range []struct {
+		families []gardencorev1beta1.IPFamily
+		doors    map[gardencorev1beta1.IPFamily]string
+		want     []string
+	}{
+		{families: []gardencorev1beta1.IPFamily{v4}, doors: map[gardencorev1beta1.IPFamily]string{v4: fip}, want: []string{fip}},
+		{families: []gardencorev1beta1.IPFamily{v6}, doors: map[gardencorev1beta1.IPFamily]string{v6: vip6}, want: []string{vip6}},
+		{families: []gardencorev1beta1.IPFamily{v4, v6}, doors: doors, want: []string{fip}},
+		{families: []gardencorev1beta1.IPFamily{v6, v4}, doors: doors, want: []string{vip6}},
+	} {
+		ingress := FamilyIngress(tc.families, tc.doors)
+		if len(ingress) != len(tc.families) {
+			t.Errorf("%v: ingress %v, want one address per family", tc.families, ingress)
+		}
+		values, _, err := extensionsv1alpha1helper.DNSValuesFromIngress(ingress, tc.families)
+		if err != nil {
+			t.Fatalf("%v: DNSValuesFromIngress: %v", tc.families, err)
+		}
+		if !slices.Equal(values, tc.want) {
+			t.Errorf("%v: DNS values %v, want %v", tc.families, values, tc.want)
+		}
+	}
+}
