@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
-	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
 	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
@@ -35,14 +33,10 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	address := netip.MustParseAddr(cfg.VIP) // validated above
-	iface := cfg.Interface
-	if iface == "" {
-		detected, err := vip.DetectInterface(address)
-		if err != nil {
-			return err
-		}
-		iface = detected
+	vips := cfg.VIPs() // validated above
+	iface, err := detectInterface(cfg.Interface, vips)
+	if err != nil {
+		return err
 	}
 	log = log.WithValues("node", cfg.NodeName, "vip", cfg.VIP, "interface", iface)
 
@@ -62,22 +56,15 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("building the health-check client: %w", err)
 	}
-	addr, err := vip.New(iface, address, cfg.VIPLifetime)
+	set, err := newVIPSet(iface, vips, cfg.VIPLifetime)
 	if err != nil {
 		return err
 	}
-	defer addr.Close()
-	announcer, err := arp.New(iface, address)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = announcer.Close() }()
+	defer set.Close()
 
 	n := &node{log: log, metrics: m}
-	guard := arp.NewGuard(iface, address)
-	defer func() { _ = guard.Close() }()
 	k := newKeeper(keeperOptions{
-		Address: addr, Announcer: announcer, Guard: guard, Clock: clk, Log: log, Metrics: m,
+		Address: set.addresses, Announcer: set.announce, Guard: set.guard, Clock: clk, Log: log, Metrics: m,
 		ARPInterval: cfg.ARPInterval, OnUnfit: n.onUnfit,
 	})
 	n.keeper = k
@@ -122,7 +109,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	n.elector = elector
 
-	if err := removeStaleVIP(ctx, log, leases, cfg, addr, k); err != nil {
+	if err := removeStaleVIP(ctx, log, leases, cfg, set, k); err != nil {
 		return err
 	}
 
@@ -138,7 +125,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	defer close(linkDone)
 	// The watch reports the link's current state first (it lists the links), then every
 	// change; a subscription that the kernel ends (ENOBUFS) is renewed and listed again.
-	err = addr.WatchLink(linkDone, vip.LinkWatch{
+	err = set.addrs[0].WatchLink(linkDone, vip.LinkWatch{
 		OnChange: monitor.SetLink,
 		OnRestart: func(err error) {
 			m.linkWatchRestarts.Inc()
@@ -218,11 +205,11 @@ func gaugeValue(b bool) float64 {
 	return 0
 }
 
-// removeStaleVIP removes a VIP left behind by an earlier run, unless this node holds the
+// removeStaleVIP removes the VIPs left behind by an earlier run, unless this node holds the
 // Lease: then the keeper keeps it for a lease duration, in which the election renews the
 // Lease and the keeper's takeover refreshes the address (or else its sweep removes it).
-func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseClient, cfg Config, addr *vip.Address, k *keeper) error {
-	present, err := addr.Present()
+func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseClient, cfg Config, set *vipSet, k *keeper) error {
+	present, err := set.Present()
 	if err != nil || !present {
 		return err
 	}
@@ -234,7 +221,7 @@ func removeStaleVIP(ctx context.Context, log logr.Logger, leases election.LeaseC
 		log.Info("Keeping the VIP found at start: this node holds the Lease")
 		return nil
 	}
-	if _, err := addr.Remove(); err != nil {
+	if _, err := set.addresses.Remove(); err != nil {
 		return err
 	}
 	log.Info("Removed a stale VIP found at start")

@@ -24,7 +24,8 @@ import (
 type Config struct {
 	// NodeName is the identity in the Lease.
 	NodeName string
-	// VIP is the virtual IP.
+	// VIP is the virtual IP, or one virtual IP per family separated by a comma (at most one
+	// IPv4 and one IPv6 address): the agent holds them all on the same node (see VIPs).
 	VIP string
 	// Interface carries the VIP; empty means detect it.
 	Interface string
@@ -108,6 +109,46 @@ func kebab(f timing.Field) string {
 	return b.String()
 }
 
+// VIPs returns the configured virtual IPs, IPv4 first; nil if --vip is not valid.
+func (c *Config) VIPs() []netip.Addr {
+	vips, _ := ParseVIPs(c.VIP)
+	return vips
+}
+
+// ParseVIPs parses the value of --vip: one unicast address, or one per family separated by
+// a comma. It returns them IPv4 first, so that the first names the exposure the same way
+// whichever order the flag gave.
+func ParseVIPs(value string) ([]netip.Addr, error) {
+	var v4, v6 []netip.Addr
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		vip, err := netip.ParseAddr(entry)
+		switch {
+		case entry == "" && value != "":
+			return nil, fmt.Errorf("--vip %q has an empty entry: give one address, or one per family separated by a comma", value)
+		case err != nil:
+			return nil, fmt.Errorf("--vip %q is not an IP address", entry)
+		case vip.Zone() != "":
+			return nil, fmt.Errorf("--vip %s must not carry a zone", entry)
+		case vip.Is4In6():
+			return nil, fmt.Errorf("--vip %s is an IPv4-mapped IPv6 address: write the IPv4 address as such", entry)
+		case vip.IsUnspecified() || vip.IsLoopback() || vip.IsMulticast():
+			return nil, fmt.Errorf("--vip %s must be a unicast address", entry)
+		case vip.Is4():
+			v4 = append(v4, vip)
+		default:
+			v6 = append(v6, vip)
+		}
+	}
+	if len(v4) > 1 {
+		return nil, fmt.Errorf("--vip %q has %d IPv4 addresses: at most one per family", value, len(v4))
+	}
+	if len(v6) > 1 {
+		return nil, fmt.Errorf("--vip %q has %d IPv6 addresses: at most one per family", value, len(v6))
+	}
+	return append(v4, v6...), nil
+}
+
 // Validate checks the configuration and explains every problem it finds.
 func (c *Config) Validate() error {
 	var errs []error
@@ -116,10 +157,8 @@ func (c *Config) Validate() error {
 	if c.NodeName == "" {
 		add("--node-name is required (the DaemonSet passes spec.nodeName)")
 	}
-	if vip, err := netip.ParseAddr(c.VIP); err != nil {
-		add("--vip %q is not an IP address", c.VIP)
-	} else if vip.IsUnspecified() || vip.IsLoopback() || vip.IsMulticast() {
-		add("--vip %s must be a unicast address", c.VIP)
+	if _, err := ParseVIPs(c.VIP); err != nil {
+		errs = append(errs, err)
 	}
 	if c.LeaseName == "" || c.LeaseNamespace == "" {
 		add("--lease-name and --lease-namespace must not be empty")

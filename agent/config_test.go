@@ -5,6 +5,8 @@
 package agent
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,14 @@ func TestValidateExplainsEveryProblem(t *testing.T) {
 		"no node name":                   {func(c *Config) { c.NodeName = "" }, "--node-name is required"},
 		"bad vip":                        {func(c *Config) { c.VIP = "198.18.0.300" }, `--vip "198.18.0.300" is not an IP address`},
 		"loopback vip":                   {func(c *Config) { c.VIP = "127.0.0.1" }, "must be a unicast address"},
+		"empty vip":                      {func(c *Config) { c.VIP = "" }, `--vip "" is not an IP address`},
+		"two ipv4 vips":                  {func(c *Config) { c.VIP = "198.18.0.200,198.18.0.201" }, `--vip "198.18.0.200,198.18.0.201" has 2 IPv4 addresses: at most one per family`},
+		"two ipv6 vips":                  {func(c *Config) { c.VIP = "2001:2:0:10::c8,198.18.0.200,2001:2:0:10::c9" }, "has 2 IPv6 addresses: at most one per family"},
+		"bad second vip":                 {func(c *Config) { c.VIP = "198.18.0.200,2001:2::10::c8" }, `--vip "2001:2::10::c8" is not an IP address`},
+		"empty vip entry":                {func(c *Config) { c.VIP = "198.18.0.200," }, `--vip "198.18.0.200," has an empty entry`},
+		"multicast ipv6 vip":             {func(c *Config) { c.VIP = "198.18.0.200,ff02::1" }, "--vip ff02::1 must be a unicast address"},
+		"vip with a zone":                {func(c *Config) { c.VIP = "fe80::1%eth0" }, "must not carry a zone"},
+		"ipv4-mapped vip":                {func(c *Config) { c.VIP = "::ffff:198.18.0.200" }, "IPv4-mapped"},
 		"timings out of order":           {func(c *Config) { c.RenewDeadline = 2 * time.Second }, "--lease-duration (1.47s) must exceed the renew deadline (2s)"},
 		"fractional lifetime":            {func(c *Config) { c.VIPLifetime = 1500 * time.Millisecond }, "whole number of seconds"},
 		"lifetime too long for the term": {func(c *Config) { c.VIPLifetime = 2 * time.Second }, "--vip-lifetime (2s) must be at most the lease duration (1.47s)"},
@@ -49,6 +59,26 @@ func TestValidateExplainsEveryProblem(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// --vip takes one address, as before, or one per family in either order; the agent holds
+// them IPv4 first.
+func TestVIPsOnePerFamily(t *testing.T) {
+	for value, want := range map[string][]netip.Addr{
+		"198.18.0.200":                  {netip.MustParseAddr("198.18.0.200")},
+		"2001:2:0:10::c8":               {netip.MustParseAddr("2001:2:0:10::c8")},
+		"198.18.0.200,2001:2:0:10::c8":  {netip.MustParseAddr("198.18.0.200"), netip.MustParseAddr("2001:2:0:10::c8")},
+		"2001:2:0:10::c8, 198.18.0.200": {netip.MustParseAddr("198.18.0.200"), netip.MustParseAddr("2001:2:0:10::c8")},
+	} {
+		c := validConfig()
+		c.VIP = value
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate() with --vip=%s = %v, want nil", value, err)
+		}
+		if got := c.VIPs(); !slices.Equal(got, want) {
+			t.Errorf("VIPs() with --vip=%s = %v, want %v", value, got, want)
+		}
 	}
 }
 

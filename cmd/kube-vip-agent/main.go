@@ -79,7 +79,7 @@ func run(args []string) int {
 
 func bindFlags(fs *pflag.FlagSet, cfg *agent.Config, logLevel *string, showVersion *bool) {
 	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "Name of this node; the identity in the Lease (from the downward API).")
-	fs.StringVar(&cfg.VIP, "vip", cfg.VIP, "The virtual IP (IPv4 or IPv6).")
+	fs.StringVar(&cfg.VIP, "vip", cfg.VIP, "The virtual IP (IPv4 or IPv6), or one per family separated by a comma (198.18.0.200,2001:2::c8): the node that leads holds them all.")
 	fs.StringVar(&cfg.Interface, "interface", cfg.Interface, "Interface for the VIP. Empty: the one with an address in the VIP's subnet, else the one of the default route.")
 	fs.StringVar(&cfg.LeaseName, "lease-name", cfg.LeaseName, "Name of the Lease.")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", cfg.LeaseNamespace, "Namespace of the Lease.")

@@ -1,0 +1,206 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
+	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
+)
+
+// An exposure has one VIP per family, held on the same node: the election is per
+// exposure, so the keeper sees the VIPs as one address, one announcer and one guard. Each
+// of the types below applies an operation to every VIP, never stopping at the first
+// failure, so that a failing family never keeps another one on the NIC or off the LAN.
+
+// addresses are the VIPs on the NIC.
+type addresses []address
+
+// Ensure adds or refreshes every VIP; added is true if any was missing. If one fails, the
+// VIPs that this call added are removed again: the keeper counts the exposure's VIPs as off
+// and retries (or gives the lead up), and no family stays on without being announced.
+func (as addresses) Ensure() (added bool, err error) {
+	var errs []error
+	var fresh []address
+	for _, a := range as {
+		ok, err := a.Ensure()
+		if ok {
+			fresh = append(fresh, a)
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, a := range fresh {
+			_, rerr := a.Remove()
+			err = errors.Join(err, rerr)
+		}
+		return false, err
+	}
+	return len(fresh) > 0, nil
+}
+
+// Remove removes every VIP; removed is true if any was there. The VIPs count as gone only
+// if every removal succeeded: otherwise the Lease is not released and the keeper retries
+// (the kernel lifetime removes a VIP whose removal keeps failing).
+func (as addresses) Remove() (removed bool, err error) {
+	var errs []error
+	for _, a := range as {
+		ok, err := a.Remove()
+		removed = removed || ok
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// announcers announce every VIP.
+type announcers []announcer
+
+func (as announcers) Announce(ctx context.Context) (int, error) {
+	sent := 0
+	var errs []error
+	for _, a := range as {
+		n, err := a.Announce(ctx)
+		sent += n
+		errs = append(errs, err)
+	}
+	return sent, errors.Join(errs...)
+}
+
+func (as announcers) Close() error {
+	var errs []error
+	for _, a := range as {
+		errs = append(errs, a.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// guards is the takeover guard of every family: the VIPs count as free only when every
+// family's guard finds its VIP free in the same call. A guard that found its VIP free
+// while another did not starts over (a new socket, new requests) on the next call, so
+// that a verdict never rests on requests older than the call that adds the VIPs.
+type guards []guard
+
+// Free runs every family's guard at once (each is used by this one caller only).
+func (gs guards) Free(ctx context.Context, since, until time.Time) (bool, string, error) {
+	if len(gs) == 1 {
+		return gs[0].Free(ctx, since, until)
+	}
+	type verdict struct {
+		free   bool
+		holder string
+		err    error
+	}
+	verdicts := make([]verdict, len(gs))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Go(func() {
+			v := &verdicts[i]
+			v.free, v.holder, v.err = g.Free(ctx, since, until)
+		})
+	}
+	wg.Wait()
+	allFree := true
+	var holders []string
+	var errs []error
+	for _, v := range verdicts {
+		allFree = allFree && v.free && v.err == nil
+		if v.holder != "" {
+			holders = append(holders, v.holder)
+		}
+		errs = append(errs, v.err)
+	}
+	if !allFree {
+		for i, v := range verdicts {
+			if v.free {
+				_ = gs[i].Close()
+			}
+		}
+	}
+	return allFree, strings.Join(holders, ","), errors.Join(errs...)
+}
+
+func (gs guards) Close() error {
+	var errs []error
+	for _, g := range gs {
+		errs = append(errs, g.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// vipSet is the exposure's VIPs on one interface.
+type vipSet struct {
+	addrs     []*vip.Address
+	announce  announcers
+	guard     guards
+	addresses addresses
+}
+
+// newVIPSet opens, for every VIP, its address on iface, its announcer and its guard.
+func newVIPSet(iface string, vips []netip.Addr, lifetime time.Duration) (*vipSet, error) {
+	s := &vipSet{}
+	for _, v := range vips {
+		addr, err := vip.New(iface, v, lifetime)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.addrs = append(s.addrs, addr)
+		s.addresses = append(s.addresses, addr)
+		announcer, err := arp.New(iface, v)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.announce = append(s.announce, announcer)
+		s.guard = append(s.guard, arp.NewGuard(iface, v))
+	}
+	return s, nil
+}
+
+// Present reports whether any VIP is on the interface.
+func (s *vipSet) Present() (bool, error) {
+	for _, a := range s.addrs {
+		if ok, err := a.Present(); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// Close releases every socket.
+func (s *vipSet) Close() {
+	_ = s.announce.Close()
+	_ = s.guard.Close()
+	for _, a := range s.addrs {
+		a.Close()
+	}
+}
+
+// detectInterface picks one interface for all the VIPs: the one that --interface names,
+// else the one DetectInterface finds for each, which must be the same.
+func detectInterface(configured string, vips []netip.Addr) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	found := ""
+	for _, v := range vips {
+		iface, err := vip.DetectInterface(v)
+		if err != nil {
+			return "", err
+		}
+		if found != "" && iface != found {
+			return "", fmt.Errorf("the VIPs belong on different interfaces (%s on %s, %s on %s); set --interface", vips[0], found, v, iface)
+		}
+		found = iface
+	}
+	return found, nil
+}
