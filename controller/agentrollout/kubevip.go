@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -105,7 +106,7 @@ func (s Spec) kubeVIPEnv() []*corev1ac.EnvVarApplyConfiguration {
 		envVar("vip_leaseduration", strconv.Itoa(t.LeaseDuration)),
 		envVar("vip_renewdeadline", strconv.Itoa(t.RenewDeadline)),
 		envVar("vip_retryperiod", strconv.Itoa(t.RetryPeriod)),
-		envVar("address", s.VIP),
+		envVar("address", strings.Join(s.VIPs(), ",")), // kube-vip v1.0.0 splits it on commas: one VIP per family
 		envVar("port", port),
 		envVar("prometheus_server", KubeVIPMetricsAddress),
 		envVar("KUBERNETES_SERVICE_HOST", "127.0.0.1"),

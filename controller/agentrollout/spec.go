@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -65,8 +66,12 @@ type Spec struct {
 	Implementation v1alpha1.AgentImplementation
 	// Image is the image of the chosen implementation.
 	Image string
-	// VIP is the virtual IP address.
+	// VIP is the virtual IP address (of the shoot's first IP family); the node label and the
+	// DaemonSet's selector name it.
 	VIP string
+	// OtherVIPs are the VIPs of the exposure's other IP families (dual-stack): the agent
+	// holds them together with VIP, at most one per family.
+	OtherVIPs []string
 	// Interface is the NIC for the VIP. Empty takes Agent.Interface, and when that is
 	// unset too the agent picks the NIC itself.
 	Interface string
@@ -89,8 +94,17 @@ func (s Spec) Validate() error {
 	if impl := s.implementation(); !slices.Contains(v1alpha1.AgentImplementations(), impl) {
 		errs = append(errs, fmt.Errorf("implementation %q is not supported", impl))
 	}
-	if _, err := netip.ParseAddr(s.VIP); err != nil {
-		errs = append(errs, fmt.Errorf("vip %q is not an IP address: %w", s.VIP, err))
+	seen := map[bool]string{} // is IPv4 -> the VIP of that family
+	for _, v := range s.VIPs() {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("vip %q is not an IP address: %w", v, err))
+			continue
+		}
+		if other, dup := seen[a.Unmap().Is4()]; dup {
+			errs = append(errs, fmt.Errorf("vips %s and %s are of one IP family: at most one VIP per family", other, v))
+		}
+		seen[a.Unmap().Is4()] = v
 	}
 	if s.APIServerPort < 0 || s.APIServerPort > 65535 {
 		errs = append(errs, fmt.Errorf("apiserver port %d is out of range", s.APIServerPort))
@@ -128,12 +142,15 @@ func (s Spec) interfaceName() string {
 	return ""
 }
 
+// VIPs are all the VIPs of the exposure, VIP first.
+func (s Spec) VIPs() []string { return append([]string{s.VIP}, s.OtherVIPs...) }
+
 // args renders the agent's command line. Timings are passed only when the provider config
 // sets them: the agent owns the defaults (docs/design.md, "Agent CLI"). The node name comes
 // from the environment (KUBE_VIP_NODE_NAME, downward API).
 func (s Spec) args() []string {
 	args := []string{
-		"--vip=" + s.VIP,
+		"--vip=" + strings.Join(s.VIPs(), ","),
 		"--lease-name=" + LeaseName,
 		"--lease-namespace=" + s.Namespace,
 		"--metrics-address=" + metricsAddress(),

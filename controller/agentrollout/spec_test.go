@@ -91,6 +91,8 @@ func TestValidate(t *testing.T) {
 		"bad vip":      {Namespace: "n", Image: "i", VIP: "198.18.0.500"},
 		"no vip":       {Namespace: "n", Image: "i"},
 		"bad port":     {Namespace: "n", Image: "i", VIP: "198.18.0.50", APIServerPort: 70000},
+		"two IPv4":     {Namespace: "n", Image: "i", VIP: "198.18.0.50", OtherVIPs: []string{"198.18.0.51"}},
+		"bad other":    {Namespace: "n", Image: "i", VIP: "198.18.0.50", OtherVIPs: []string{"2001:2::x"}},
 	} {
 		if err := spec.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -139,5 +141,17 @@ func TestPairLabelValue(t *testing.T) {
 		if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
 			t.Errorf("PairLabelValue(%s) = %q is no label value: %v", vip, got, errs)
 		}
+	}
+}
+
+// A dual-stack exposure's agent holds one VIP per family: both in one --vip, the shoot's
+// first family first.
+func TestArgsDualStack(t *testing.T) {
+	spec := Spec{Namespace: "kube-system", Image: "agent:v1", VIP: "2001:2:0:10::c8", OtherVIPs: []string{"198.18.0.200"}}
+	if err := spec.Validate(); err != nil {
+		t.Fatalf("dual-stack spec rejected: %v", err)
+	}
+	if got := spec.args(); !slices.Contains(got, "--vip=2001:2:0:10::c8,198.18.0.200") {
+		t.Errorf("args %v, want --vip with both VIPs", got)
 	}
 }
