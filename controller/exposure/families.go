@@ -170,3 +170,27 @@ func familyOf(a netip.Addr) gardencorev1beta1.IPFamily {
 	}
 	return gardencorev1beta1.IPFamilyIPv6
 }
+
+// checkIPv4Build refuses, before any side effect, what this actuator does not build yet: it
+// creates an IPv4 VIP port with an IPv4 front door only, so an IPv6 family, subnetIDs, an
+// IPv6 VIP or an IPv6 floating IP would give a front door Gardener's DNS value cannot use.
+func checkIPv4Build(cfg *v1alpha1.ExposureConfig, shoot *gardencorev1beta1.Shoot, source ConfigSource) error {
+	path := field.NewPath(string(source))
+	if shoot != nil && shoot.Spec.Networking != nil && slices.Contains(shoot.Spec.Networking.IPFamilies, gardencorev1beta1.IPFamilyIPv6) {
+		return configError("the shoot's spec.networking.ipFamilies %v include IPv6, but this extension builds IPv4 front doors only: use ipFamilies [IPv4]", shoot.Spec.Networking.IPFamilies)
+	}
+	if len(cfg.SubnetIDs) > 0 {
+		return configError("fix the provider config: %s is for IPv6 and dual-stack front doors, which this extension does not build yet: use subnetID", path.Child("subnetIDs"))
+	}
+	if cfg.VIPAddress != nil {
+		if vip, err := netip.ParseAddr(*cfg.VIPAddress); err == nil && !vip.Unmap().Is4() {
+			return configError("fix the provider config: %s %s is IPv6, but the shoot's ipFamilies are [IPv4]", path.Child("vipAddress"), *cfg.VIPAddress)
+		}
+	}
+	if cfg.FloatingIP != nil {
+		if fip, err := netip.ParseAddr(*cfg.FloatingIP); err == nil && !fip.Unmap().Is4() {
+			return configError("fix the provider config: %s %s is IPv6, and Neutron has no IPv6 floating IPs", path.Child("floatingIP"), *cfg.FloatingIP)
+		}
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	extensionsv1alpha1helper "github.com/gardener/gardener/pkg/api/extensions/v1alpha1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -110,5 +111,43 @@ func TestFamilyIngressDNSValue(t *testing.T) {
 		if !slices.Equal(values, tc.want) {
 			t.Errorf("%v: DNS values %v, want %v", tc.families, values, tc.want)
 		}
+	}
+}
+
+// Until the actuator builds IPv6 front doors, every IPv6 input is refused before any
+// OpenStack call, as a configuration problem, and an IPv4 shoot passes.
+func TestCheckIPv4Build(t *testing.T) {
+	shoot := func(families ...gardencorev1beta1.IPFamily) *gardencorev1beta1.Shoot {
+		return &gardencorev1beta1.Shoot{Spec: gardencorev1beta1.ShootSpec{Networking: &gardencorev1beta1.Networking{IPFamilies: families}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		cfg   v1alpha1.ExposureConfig
+		shoot *gardencorev1beta1.Shoot
+		want  string
+	}{
+		{name: "IPv4 shoot", shoot: shoot(v4)},
+		{name: "no networking", shoot: &gardencorev1beta1.Shoot{}},
+		{name: "IPv6-only shoot", shoot: shoot(v6), want: "include IPv6"},
+		{name: "dual-stack shoot", shoot: shoot(v4, v6), want: "include IPv6"},
+		{name: "subnetIDs", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s4"}}, want: "providerConfig.subnetIDs is for IPv6"},
+		{name: "IPv6 VIP", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:10::c8")}, want: "is IPv6, but the shoot's ipFamilies are [IPv4]"},
+		{name: "IPv6 floating IP", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{FloatingIP: ptr.To("2001:2:0:1::5")}, want: "Neutron has no IPv6 floating IPs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkIPv4Build(&tc.cfg, tc.shoot, SourceNone)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+			if codes := v1beta1helper.ExtractErrorCodes(err); !slices.Contains(codes, gardencorev1beta1.ErrorConfigurationProblem) {
+				t.Errorf("codes %v, want %s", codes, gardencorev1beta1.ErrorConfigurationProblem)
+			}
+		})
 	}
 }

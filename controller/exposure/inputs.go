@@ -148,6 +148,9 @@ func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.Se
 	if err != nil {
 		return nil, nil, nil, source, err
 	}
+	if err := checkIPv4Build(cfg, shoot, source); err != nil {
+		return nil, nil, nil, source, err
+	}
 
 	infra, ready, err := a.infrastructureStatus(ctx, exp.Namespace)
 	if err != nil {

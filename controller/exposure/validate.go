@@ -51,6 +51,9 @@ func ValidateShoot(shoot *gardencorev1beta1.Shoot) error {
 	if err != nil {
 		return err
 	}
+	if err := checkIPv4Build(cfg, shoot, source); err != nil {
+		return err
+	}
 	if errs := validateVIPRange(deref(cfg.VIPAddress), shootNodeCIDR(shoot), field.NewPath(string(source))); len(errs) > 0 {
 		return configError("fix the provider config: %w", errs.ToAggregate())
 	}
