@@ -41,7 +41,9 @@ CLIENT_NS=kvdp-client CLIENT_IP=198.19.0.1
 # IPv6 (2001:2::/48 only): the client is the external IPv6 subnet's gateway and routes the node
 # prefix to the router, which routes it without NAT
 CLIENT_IP6=2001:2:0:1::1 NODE_PREFIX6=2001:2:0:10::/64 NODE_GATEWAY6=2001:2:0:10::1
-PKGS="python3-neutron rabbitmq-server iptables ipset conntrack arping curl jq iproute2"
+# radvd: the L3 agent starts it in the router namespace for every IPv6 router interface, and
+# without it the whole router (IPv4 NAT too) stays unconfigured
+PKGS="python3-neutron rabbitmq-server iptables ipset conntrack arping curl jq iproute2 radvd"
 
 now() { date +%s%N; }
 since() { local d=$(($(now) - $1)); printf '%d.%01d' $((d / 1000000000)) $((d / 100000000 % 10)); }

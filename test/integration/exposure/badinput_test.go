@@ -182,19 +182,28 @@ func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := adminNetwork(t, ctx, e)
-	pages, err := subnets.List(admin.ServiceClient(), subnets.ListOpts{NetworkID: e.os.ExternalNetworkID}).AllPages(ctx)
+	// floating IPs come from the IPv4 subnet (the external network's IPv6 subnet is routed)
+	pages, err := subnets.List(admin.ServiceClient(), subnets.ListOpts{NetworkID: e.os.ExternalNetworkID, IPVersion: 4}).AllPages(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	external, err := subnets.ExtractSubnets(pages)
 	if err != nil || len(external) != 1 {
-		t.Fatalf("want the one subnet of the floating pool: %v, %d", err, len(external))
+		t.Fatalf("want the one IPv4 subnet of the floating pool: %v, %d", err, len(external))
 	}
 	router, err := routers.Get(ctx, admin.ServiceClient(), e.os.RouterID).Extract()
-	if err != nil || len(router.GatewayInfo.ExternalFixedIPs) == 0 {
+	if err != nil {
 		t.Fatalf("reading the router's gateway: %v", err)
 	}
-	gateway := router.GatewayInfo.ExternalFixedIPs[0].IPAddress
+	gateway := ""
+	for _, ip := range router.GatewayInfo.ExternalFixedIPs {
+		if ip.SubnetID == external[0].ID {
+			gateway = ip.IPAddress
+		}
+	}
+	if gateway == "" {
+		t.Fatalf("the router has no gateway address on %s", external[0].ID)
+	}
 	setPools := func(pools []subnets.AllocationPool) error {
 		_, err := subnets.Update(context.Background(), admin.ServiceClient(), external[0].ID, subnets.UpdateOpts{AllocationPools: pools}).Extract()
 		return err
