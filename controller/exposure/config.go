@@ -305,6 +305,10 @@ func ValidateResolved(c *Config, subnet SubnetFacts, fldPath *field.Path) field.
 	if subnet.NetworkID != "" && subnet.NetworkID != c.NetworkID {
 		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet is not in network %s", c.NetworkID)))
 	}
+	// the VIP port is IPv4-only for now: a port on an IPv6 subnet would get no floating IP
+	if p, err := netip.ParsePrefix(subnet.CIDR); err == nil && !p.Addr().Unmap().Is4() {
+		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet %s is IPv6, and this extension builds IPv4 front doors only", subnet.CIDR)))
+	}
 	return append(errs, validateVIPRange(c.VIPAddress, subnet.CIDR, fldPath)...)
 }
 
