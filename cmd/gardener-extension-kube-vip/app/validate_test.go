@@ -24,6 +24,7 @@ func TestValidateCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	typo := strings.Replace(string(example), "floatingPoolName: public", "floatingPoolNme: public", 1)
+	dualStack := strings.Replace(string(example), "    nodes: 10.250.0.0/16\n", "    nodes: 10.250.0.0/16\n    ipFamilies: [IPv4, IPv6]\n", 1)
 	other := "apiVersion: core.gardener.cloud/v1beta1\nkind: CloudProfile\nmetadata:\n  name: openstack\n"
 	for _, tc := range []struct {
 		name    string
@@ -33,6 +34,7 @@ func TestValidateCommand(t *testing.T) {
 	}{
 		{name: "example", files: map[string]string{"shoot.yaml": string(example), "cloudprofile.yaml": other}, want: "Shoot garden/my-shoot: valid"},
 		{name: "typo", files: map[string]string{"all.yaml": other + "---\n" + typo}, wantErr: true, want: `unknown field "floatingPoolNme"`},
+		{name: "dual-stack", files: map[string]string{"shoot.yaml": dualStack}, wantErr: true, want: "include IPv6, but this extension builds IPv4 front doors only"},
 		{name: "no shoot", files: map[string]string{"cloudprofile.yaml": other}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
