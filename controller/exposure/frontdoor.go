@@ -73,13 +73,7 @@ const (
 
 // Event reasons.
 const (
-	eventPortCreated           = "VIPPortCreated"
-	eventPortRecreated         = "VIPPortRecreated"
-	eventFrontDoorTakenOver    = "FrontDoorTakenOver"
 	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
-	eventFloatingIPCreated     = "FloatingIPCreated"
-	eventFloatingIPAssociate   = "FloatingIPReassociated"
-	eventFloatingIPRealloc     = "FloatingIPReallocated"
 	eventNodePortsChanged      = "NodePortsChanged"
 	eventHolderChanged         = "HolderChanged"
 	eventWaiting               = "WaitingForFrontDoor"
