@@ -119,6 +119,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	if err := networking.CheckImmutable(&in.config.Spec, status); err != nil {
 		return status, internalOnly, err
 	}
+	status.FrontDoorPath = a.frontDoorPath(in.config)
 	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
 	if status.Identity == "" {
 		in.recordFirst = func(s *v1alpha1.ExposureStatus) error { return a.patchStatus(ctx, exp, s) }

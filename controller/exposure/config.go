@@ -151,6 +151,8 @@ type Config struct {
 	// InfrastructureStatus; otherwise the actuator reads the subnet from Neutron.
 	SubnetCIDR      string
 	SubnetNetworkID string
+	// ProbeFloatingIP: Succeeded requires the floating IP to answer too (default true).
+	ProbeFloatingIP bool
 	Agent           *v1alpha1.AgentConfig
 }
 
@@ -169,7 +171,8 @@ func ResolveConfig(cfg *v1alpha1.ExposureConfig, infra *InfrastructureStatus) *C
 			VIPAddress:        deref(cfg.VIPAddress),
 			InternalOnly:      cfg.InternalOnly != nil && *cfg.InternalOnly,
 		},
-		Agent: cfg.Agent,
+		ProbeFloatingIP: cfg.ProbeFloatingIP == nil || *cfg.ProbeFloatingIP,
+		Agent:           cfg.Agent,
 	}
 	if c.NetworkID == "" {
 		c.NetworkID = infra.Networks.ID
@@ -206,6 +209,9 @@ func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.Err
 			if f.value != nil {
 				errs = append(errs, field.Forbidden(fldPath.Child(f.name), "must not be set with internalOnly"))
 			}
+		}
+		if cfg.ProbeFloatingIP != nil {
+			errs = append(errs, field.Forbidden(fldPath.Child("probeFloatingIP"), "must not be set with internalOnly: there is no floating IP to probe"))
 		}
 	}
 	if cfg.FloatingIP != nil {

@@ -87,4 +87,3 @@ func TestFinishBacksOffWhileAgentPodsRemain(t *testing.T) {
 		}
 	}
 }
-

@@ -89,4 +89,3 @@ func (w *world) mustReconcile(t *testing.T) {
 		t.Fatalf("reconcile: %v", err)
 	}
 }
-

@@ -246,7 +246,6 @@ func (s *Service) removePairs(ctx context.Context, r pairRemoval) error {
 	return errors.Join(errs...)
 }
 
-
 // deleteOrphanedFloatingIP deletes the floating IP of the status when it is the
 // exposure's; the user's or someone else's is left alone.
 func (s *Service) deleteOrphanedFloatingIP(ctx context.Context, id string, owners FloatingIPOwners) error {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
-
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
