@@ -26,6 +26,7 @@ import (
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
@@ -98,10 +99,10 @@ func (a *Actuator) reconcileLocked(ctx context.Context, log logr.Logger, exp *ex
 }
 
 // reconcile is the whole flow up to the front door, top-down: gather the inputs, then the
-// VIP port (port.go), its floating IP (floatingip.go), the node ports' pairs (pairs.go),
-// the agent; reconcileLocked writes the status it returns. The two rules (whose a resource is, what never changes) live
-// in policy.go; the front door in frontdoor.go; deletion in delete.go; the Neutron calls
-// behind the interface of neutron.go. It returns the status reached and whether the
+// VIP port, its floating IP and the node ports' pairs (package networking, which also holds
+// the two rules: whose a resource is, what never changes), the pair labels (labels.go),
+// the agent; reconcileLocked writes the status it returns. The front door is in
+// frontdoor.go, deletion in delete.go. It returns the status reached and whether the
 // exposure is internal only.
 func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) (*v1alpha1.ExposureStatus, bool, error) {
 	status, err := DecodeStatus(exp)
@@ -115,9 +116,10 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		return status, false, err
 	}
 	internalOnly := in.config.InternalOnly
-	if err := checkImmutable(in.config, status); err != nil {
+	if err := networking.CheckImmutable(&in.config.Spec, status); err != nil {
 		return status, internalOnly, err
 	}
+	status.FrontDoorPath = a.frontDoorPath(in.config)
 	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
 	if status.Identity == "" {
 		in.recordFirst = func(s *v1alpha1.ExposureStatus) error { return a.patchStatus(ctx, exp, s) }
@@ -176,12 +178,12 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 	if err != nil {
 		return nil, err
 	}
-	m := markOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
+	m := networking.MarkOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
 	return &inputs{
 		uid:        exp.UID,
 		namespace:  exp.Namespace,
 		status:     status,
-		identity:   m.identity,
+		identity:   m.Identity,
 		mark:       m,
 		source:     source,
 		raw:        raw,
@@ -210,7 +212,7 @@ func ingress(address string) []corev1.LoadBalancerIngress {
 
 // ensureOpenStack brings the VIP port, floating IP and node pairs to the desired state and
 // returns the new status. It returns the status reached so far together with an error.
-func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network neutron, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
+func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network networking.Neutron, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
 	cfg := in.config
 	if err := a.validateAgainstNeutron(ctx, network, in); err != nil {
 		return nil, err
@@ -218,7 +220,9 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	status := old.DeepCopy()
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
-	port, created, err := a.ensurePort(ctx, log, network, in, status)
+	svc := networking.NewService(network, networking.Options{Log: log, ExposureOwning: a.exposureOwning, Record: in.record})
+	door := in.frontDoor()
+	port, created, err := svc.GetOrCreateVIPPort(ctx, door, status)
 	if err != nil {
 		return status, err
 	}
@@ -233,7 +237,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		recorded  = status.DeepCopy()
 	)
 	recorded.PortID = port.ID
-	wg.Go(func() { fipErr = a.ensureFloatingIP(ctx, log, network, in, port, created, status) })
+	wg.Go(func() { fipErr = svc.ReconcileFloatingIP(ctx, door, port, created, status) })
 	// Without any control-plane Node (yet) the pairs wait: the node tracker handles the
 	// Nodes as they come. The agent DaemonSet, applied after this, runs only on labelled
 	// nodes, so it never starts where port security drops the VIP.
@@ -261,7 +265,7 @@ func (a *Actuator) finish(exp *extensionsv1alpha1.SelfHostedShootExposure, err e
 	if errors.As(err, &requeue) {
 		return requeue
 	}
-	if !openstack.IsTransient(err) && !errors.Is(err, errNodePortMissing) && !errors.Is(err, errAgentPodsRemain) {
+	if !openstack.IsTransient(err) && !errors.Is(err, networking.ErrNodePortMissing) && !errors.Is(err, errAgentPodsRemain) {
 		return err
 	}
 	n := a.failures[exp.UID]

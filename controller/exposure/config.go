@@ -23,6 +23,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 )
 
 var decoder runtime.Decoder
@@ -144,20 +145,15 @@ func (s *InfrastructureStatus) nodeSubnet() *InfrastructureSubnet {
 
 // Config is the provider config with the defaults of the InfrastructureStatus applied.
 type Config struct {
-	NetworkID string
-	SubnetID  string
+	// Spec places the front door; package networking works on it.
+	networking.Spec
 	// SubnetCIDR and SubnetNetworkID are known when the subnet is in the
 	// InfrastructureStatus; otherwise the actuator reads the subnet from Neutron.
 	SubnetCIDR      string
 	SubnetNetworkID string
-	// FloatingNetworkID is the floating pool's network; when empty and FloatingPoolName is
-	// set, the actuator looks the pool up by name.
-	FloatingNetworkID string
-	FloatingPoolName  string
-	FloatingIP        string
-	VIPAddress        string
-	InternalOnly      bool
-	Agent             *v1alpha1.AgentConfig
+	// ProbeFloatingIP: Succeeded requires the floating IP to answer too (default true).
+	ProbeFloatingIP bool
+	Agent           *v1alpha1.AgentConfig
 }
 
 // NeedsFloatingIP tells whether the exposure has a floating IP.
@@ -166,14 +162,17 @@ func (c *Config) NeedsFloatingIP() bool { return !c.InternalOnly }
 // ResolveConfig applies the defaults of the InfrastructureStatus to the provider config.
 func ResolveConfig(cfg *v1alpha1.ExposureConfig, infra *InfrastructureStatus) *Config {
 	c := &Config{
-		NetworkID:         deref(cfg.NetworkID),
-		SubnetID:          deref(cfg.SubnetID),
-		FloatingNetworkID: deref(cfg.FloatingNetworkID),
-		FloatingPoolName:  deref(cfg.FloatingPoolName),
-		FloatingIP:        deref(cfg.FloatingIP),
-		VIPAddress:        deref(cfg.VIPAddress),
-		InternalOnly:      cfg.InternalOnly != nil && *cfg.InternalOnly,
-		Agent:             cfg.Agent,
+		Spec: networking.Spec{
+			NetworkID:         deref(cfg.NetworkID),
+			SubnetID:          deref(cfg.SubnetID),
+			FloatingNetworkID: deref(cfg.FloatingNetworkID),
+			FloatingPoolName:  deref(cfg.FloatingPoolName),
+			FloatingIP:        deref(cfg.FloatingIP),
+			VIPAddress:        deref(cfg.VIPAddress),
+			InternalOnly:      cfg.InternalOnly != nil && *cfg.InternalOnly,
+		},
+		ProbeFloatingIP: cfg.ProbeFloatingIP == nil || *cfg.ProbeFloatingIP,
+		Agent:           cfg.Agent,
 	}
 	if c.NetworkID == "" {
 		c.NetworkID = infra.Networks.ID
@@ -210,6 +209,9 @@ func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.Err
 			if f.value != nil {
 				errs = append(errs, field.Forbidden(fldPath.Child(f.name), "must not be set with internalOnly"))
 			}
+		}
+		if cfg.ProbeFloatingIP != nil {
+			errs = append(errs, field.Forbidden(fldPath.Child("probeFloatingIP"), "must not be set with internalOnly: there is no floating IP to probe"))
 		}
 	}
 	if cfg.FloatingIP != nil {

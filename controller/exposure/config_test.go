@@ -94,6 +94,7 @@ func TestValidate(t *testing.T) {
 		{"valid", v1alpha1.ExposureConfig{VIPAddress: new("198.18.0.7"), Agent: &v1alpha1.AgentConfig{LeaseDuration: d("3s"), RenewDeadline: d("2.5s"), RetryPeriod: d("1s"), VIPLifetime: d("2s")}}, nil},
 		{"malformed ip", v1alpha1.ExposureConfig{VIPAddress: new("198.18.0.300"), FloatingIP: new("x")}, []string{"spec.providerConfig.floatingIP", "spec.providerConfig.vipAddress"}},
 		{"pool twice", v1alpha1.ExposureConfig{FloatingPoolName: new("a"), FloatingNetworkID: new("b")}, []string{"spec.providerConfig.floatingNetworkID"}},
+		{"a floating-IP probe without a floating IP", v1alpha1.ExposureConfig{InternalOnly: new(true), ProbeFloatingIP: new(false)}, []string{"spec.providerConfig.probeFloatingIP"}},
 		{"floating ip with internal only", v1alpha1.ExposureConfig{FloatingIP: new("198.19.0.5"), InternalOnly: new(true)}, []string{"spec.providerConfig.floatingIP"}},
 		{"retry not below renew", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RetryPeriod: d("1.5s")}}, []string{"spec.providerConfig.agent.renewDeadline"}},
 		{"renew not below lease", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RenewDeadline: d("1.4s"), LeaseDuration: d("1.4s")}}, []string{"spec.providerConfig.agent.leaseDuration"}},

@@ -33,8 +33,10 @@ type FrontDoorProbe string
 
 const (
 	// FrontDoorTCP requires a ready agent holding the current Lease and a TCP connect from
-	// the controller to VIP:spec.port. The default: the controller of a self-hosted shoot
-	// runs on the shoot's nodes and reaches the VIP.
+	// the controller to VIP:spec.port and, unless the exposure is internal only or its
+	// provider config sets probeFloatingIP: false, to the floating IP's spec.port. The
+	// default: the controller of a self-hosted shoot runs on the shoot's nodes and reaches
+	// the VIP, and the floating IP through the router's hairpin NAT.
 	FrontDoorTCP FrontDoorProbe = "tcp"
 	// FrontDoorLease requires a ready agent holding the current Lease only, for a
 	// controller that cannot reach the node network (the VIP is then not probed).
@@ -68,18 +70,14 @@ const (
 	reasonNoHolder       = "NoHolder"
 	reasonHolderNotReady = "HolderNotReady"
 	reasonNotAnswering   = "NotAnswering"
-	reasonNotChecked     = "NotChecked"
+	// reasonFloatingIPNotAnswering: the VIP answers, the floating IP does not.
+	reasonFloatingIPNotAnswering = "FloatingIPNotAnswering"
+	reasonNotChecked             = "NotChecked"
 )
 
 // Event reasons.
 const (
-	eventPortCreated           = "VIPPortCreated"
-	eventPortRecreated         = "VIPPortRecreated"
-	eventFrontDoorTakenOver    = "FrontDoorTakenOver"
 	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
-	eventFloatingIPCreated     = "FloatingIPCreated"
-	eventFloatingIPAssociate   = "FloatingIPReassociated"
-	eventFloatingIPRealloc     = "FloatingIPReallocated"
 	eventNodePortsChanged      = "NodePortsChanged"
 	eventHolderChanged         = "HolderChanged"
 	eventWaiting               = "WaitingForFrontDoor"
@@ -123,7 +121,8 @@ func (a *Actuator) checkFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 }
 
 // probeFrontDoor tells whether a ready agent holds the current Lease and, with
-// FrontDoorTCP, whether VIP:spec.port accepts a TCP connection.
+// FrontDoorTCP, whether VIP:spec.port and, on the path FrontDoorPathFloatingIP, the
+// floating IP's spec.port accept a TCP connection.
 func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, agent *v1alpha1.AgentStatus) frontDoorState {
 	switch {
 	case agent.LeaseHolder == "":
@@ -133,15 +132,46 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 	case a.opts.FrontDoorProbe == FrontDoorLease:
 		return frontDoorState{works: true, reason: reasonHeldNotProbed, message: fmt.Sprintf("Node %q holds the VIP (the VIP is not probed: the controller is configured not to reach the node network).", agent.LeaseHolder)}
 	}
-	address := net.JoinHostPort(status.VIPAddress, strconv.Itoa(int(exp.Spec.Port)))
+	port := strconv.Itoa(int(exp.Spec.Port))
+	address := net.JoinHostPort(status.VIPAddress, port)
+	if err := a.probe(ctx, address); err != nil {
+		return frontDoorState{reason: reasonNotAnswering, message: fmt.Sprintf("Node %q holds the Lease, but %s does not accept connections: %v.", agent.LeaseHolder, address, err)}
+	}
+	if status.FrontDoorPath != v1alpha1.FrontDoorPathFloatingIP || status.FloatingIPAddress == "" {
+		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).", agent.LeaseHolder, address)}
+	}
+	// During bootstrap the controller runs in the host network of the node that holds the
+	// VIP, which answers the VIP locally: only the floating IP crosses the router, the
+	// floating IP's NAT and the security group that DNS clients cross.
+	published := net.JoinHostPort(status.FloatingIPAddress, port)
+	if err := a.probe(ctx, published); err != nil {
+		return frontDoorState{reason: reasonFloatingIPNotAnswering, message: fmt.Sprintf("Node %q holds the VIP and %s accepts connections, but the floating IP's %s does not: %v; check the router, the security group and the floating IP's association (on a cloud whose routers do not hairpin, set probeFloatingIP: false in the provider config).",
+			agent.LeaseHolder, address, published, err)}
+	}
+	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.", agent.LeaseHolder, address, published)}
+}
+
+// probe opens and closes a TCP connection to address, bounded by the poll interval.
+func (a *Actuator) probe(ctx context.Context, address string) error {
 	dialCtx, cancel := context.WithTimeout(ctx, frontDoorPollInterval)
 	defer cancel()
 	conn, err := a.opts.Dial(dialCtx, "tcp", address)
 	if err != nil {
-		return frontDoorState{reason: reasonNotAnswering, message: fmt.Sprintf("Node %q holds the Lease, but %s does not accept connections: %v.", agent.LeaseHolder, address, err)}
+		return err
 	}
-	_ = conn.Close()
-	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections.", agent.LeaseHolder, address)}
+	return conn.Close()
+}
+
+// frontDoorPath is the path the front-door check proves with cfg (see
+// v1alpha1.ExposureStatus.FrontDoorPath).
+func (a *Actuator) frontDoorPath(cfg *Config) string {
+	switch {
+	case a.opts.FrontDoorProbe != FrontDoorTCP:
+		return ""
+	case cfg.InternalOnly || !cfg.ProbeFloatingIP:
+		return v1alpha1.FrontDoorPathVIP
+	}
+	return v1alpha1.FrontDoorPathFloatingIP
 }
 
 // awaitFrontDoor checks the front door every second until it works, at most

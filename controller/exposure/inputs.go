@@ -28,6 +28,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
@@ -41,7 +42,7 @@ type inputs struct {
 	status   *v1alpha1.ExposureStatus
 	identity string
 	// mark is what the exposure's OpenStack resources carry (identity and owner).
-	mark   mark
+	mark   networking.Mark
 	source ConfigSource
 	raw    *v1alpha1.ExposureConfig
 	config *Config
@@ -65,6 +66,11 @@ type inputs struct {
 	// the status records the identity already), so that a deletion knows for certain
 	// whether anything was ever created.
 	recordFirst func(*v1alpha1.ExposureStatus) error
+}
+
+// frontDoor is what the exposure asks of Neutron.
+func (in *inputs) frontDoor() *networking.FrontDoor {
+	return &networking.FrontDoor{UID: in.uid, Mark: in.mark, Spec: in.config.Spec, FloatingNetworkID: in.floatingNetworkID, RecordFirst: in.recordFirst}
 }
 
 // record records a Normal Event on the exposure.
@@ -340,7 +346,7 @@ func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, e
 
 // validateAgainstNeutron checks what only Neutron knows (subnet membership and range)
 // before anything is created.
-func (a *Actuator) validateAgainstNeutron(ctx context.Context, network neutron, in *inputs) error {
+func (a *Actuator) validateAgainstNeutron(ctx context.Context, network networking.Neutron, in *inputs) error {
 	cfg := in.config
 	subnet := SubnetFacts{NetworkID: cfg.SubnetNetworkID, CIDR: cfg.SubnetCIDR}
 	if cfg.SubnetID != "" && cfg.SubnetCIDR == "" {
@@ -369,7 +375,7 @@ func (a *Actuator) validateAgainstNeutron(ctx context.Context, network neutron, 
 // resolveFloatingPool looks the floating pool up by name before anything is created, while
 // the exposure has no floating IP yet (a pool that does not exist is a configuration error,
 // not a VIP port without a floating IP); the ID found is used for the allocation.
-func (a *Actuator) resolveFloatingPool(ctx context.Context, network neutron, in *inputs) error {
+func (a *Actuator) resolveFloatingPool(ctx context.Context, network networking.Neutron, in *inputs) error {
 	cfg := in.config
 	if cfg.InternalOnly || cfg.FloatingIP != "" || cfg.FloatingNetworkID != "" || in.status.FloatingIPID != "" {
 		return nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 )
 
 // SyncNodePairs keeps the VIP pair on exactly the ports of the current control-plane
@@ -97,19 +98,22 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 // joining node's agent starts only once its port has the pair). A departed node whose
 // agent may still hold the VIP keeps its pair and label: its port stays among the returned
 // node ports, and waiting names it.
-func (a *Actuator) pairNodes(ctx context.Context, log logr.Logger, network neutron, namespace string, status *v1alpha1.ExposureStatus, nodes []controlPlaneNode) (nodePorts []v1alpha1.NodePort, waiting []string, err error) {
+func (a *Actuator) pairNodes(ctx context.Context, log logr.Logger, network networking.Neutron, namespace string, status *v1alpha1.ExposureStatus, nodes []controlPlaneNode) (nodePorts []v1alpha1.NodePort, waiting []string, err error) {
 	retained, waiting, err := a.portsOfDepartingAgents(ctx, namespace, status, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	nodePorts, err = syncPairs(ctx, log, network, pairSync{
-		networkID: status.NetworkID,
-		vip:       status.VIPAddress,
-		vipPortID: status.PortID,
-		nodes:     nodes,
-		managed:   portIDs(status.NodePorts),
-		retain:    portIDs(retained),
-	})
+	pairs := networking.Pairs{
+		NetworkID: status.NetworkID,
+		VIP:       status.VIPAddress,
+		VIPPortID: status.PortID,
+		Managed:   portIDs(status.NodePorts),
+		Retain:    portIDs(retained),
+	}
+	for _, n := range nodes {
+		pairs.Nodes = append(pairs.Nodes, networking.Node{Name: n.Name, IP: n.IP})
+	}
+	nodePorts, err = networking.NewService(network, networking.Options{Log: log}).ReconcilePairs(ctx, pairs)
 	err = errors.Join(err, a.syncPairLabels(ctx, log, status.VIPAddress, nodes, nodePorts, nodeNames(retained)))
 	return append(nodePorts, retained...), waiting, err
 }
@@ -182,6 +186,14 @@ func portIDs(nps []v1alpha1.NodePort) []string {
 		ids = append(ids, np.PortID)
 	}
 	return ids
+}
+
+func nodeIPs(nodes []controlPlaneNode) []string {
+	ips := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		ips = append(ips, n.IP)
+	}
+	return ips
 }
 
 func nodeNames(nps []v1alpha1.NodePort) []string {

@@ -24,7 +24,7 @@ func pairWorld(t *testing.T) (w *world, node1, node2, bystander *ports.Port) {
 	t.Helper()
 	w = newWorld(t, "uid-self")
 	port := func(name, ip, mac string) *ports.Port {
-		return w.n.addPort(ports.Port{Name: name, NetworkID: "net", MACAddress: mac, FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: ip}}})
+		return w.n.AddPort(ports.Port{Name: name, NetworkID: "net", MACAddress: mac, FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: ip}}})
 	}
 	node1 = port("node-1", "198.18.0.11", "fa:16:3e:00:00:11")
 	node2 = port("node-2", "198.18.0.12", "fa:16:3e:00:00:12")
@@ -34,15 +34,15 @@ func pairWorld(t *testing.T) (w *world, node1, node2, bystander *ports.Port) {
 }
 
 func (w *world) pairsOf(id string) []ports.AddressPair {
-	w.n.mu.Lock()
-	defer w.n.mu.Unlock()
-	return slices.Clone(w.n.ports[id].AllowedAddressPairs)
+	w.n.Mu.Lock()
+	defer w.n.Mu.Unlock()
+	return slices.Clone(w.n.Ports[id].AllowedAddressPairs)
 }
 
 func (w *world) setPairs(id string, pairs ...ports.AddressPair) {
-	w.n.mu.Lock()
-	defer w.n.mu.Unlock()
-	w.n.ports[id].AllowedAddressPairs = pairs
+	w.n.Mu.Lock()
+	defer w.n.Mu.Unlock()
+	w.n.Ports[id].AllowedAddressPairs = pairs
 }
 
 func TestPairsOnTheFakeNeutron(t *testing.T) {
@@ -127,9 +127,9 @@ func TestPairsOnTheFakeNeutron(t *testing.T) {
 		{"a verification lists only the node ports, not the network", func(t *testing.T) {
 			w, _, _, _ := pairWorld(t)
 			w.mustReconcile(t)
-			listed := len(w.n.listed)
+			listed := len(w.n.Listed)
 			w.mustReconcile(t)
-			for _, f := range w.n.listed[listed:] {
+			for _, f := range w.n.Listed[listed:] {
 				if len(f.FixedIPs) == 0 && f.Name == "" && len(f.Tags) == 0 {
 					t.Errorf("a list of every port of the network %s", f.NetworkID)
 				}

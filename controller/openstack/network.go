@@ -508,3 +508,13 @@ func (n *Network) updatePairs(ctx context.Context, port *ports.Port, mutate func
 		}
 	}
 }
+
+// HasFixedIP tells whether the port holds ip as one of its fixed IPs.
+func HasFixedIP(p *ports.Port, ip string) bool {
+	for _, f := range p.FixedIPs {
+		if f.IPAddress == ip {
+			return true
+		}
+	}
+	return false
+}

@@ -52,6 +52,14 @@ type ExposureConfig struct {
 	// allocated and status.ingress carries the virtual IP. Default: false.
 	// +optional
 	InternalOnly *bool `json:"internalOnly,omitempty"`
+	// ProbeFloatingIP makes Succeeded require that the floating IP accepts connections on
+	// spec.port from the controller (hairpin through the Neutron router), besides the VIP:
+	// only then is the path that DNS points at (router, floating IP, security group)
+	// proven. Set it to false on clouds whose routers do not hairpin; the status then says
+	// that only the VIP was proven (frontDoorPath: VIP). Default: true. Must not be set
+	// with InternalOnly.
+	// +optional
+	ProbeFloatingIP *bool `json:"probeFloatingIP,omitempty"`
 	// Agent tunes the kube-vip-agent DaemonSet on the control-plane nodes.
 	// +optional
 	Agent *AgentConfig `json:"agent,omitempty"`
@@ -140,6 +148,12 @@ type ExposureStatus struct {
 	// never changes for the life of the exposure: changes that would move it are refused.
 	// +optional
 	Ingress string `json:"ingress,omitempty"`
+	// FrontDoorPath is the path the front-door check proves before Succeeded:
+	// FrontDoorPathFloatingIP (the VIP and, through the router, the floating IP accept
+	// connections on spec.port), FrontDoorPathVIP (the VIP only: internal-only, or
+	// probeFloatingIP: false) or empty (not probed, controller option).
+	// +optional
+	FrontDoorPath string `json:"frontDoorPath,omitempty"`
 	// NetworkID is the network of the virtual IP port.
 	NetworkID string `json:"networkID,omitempty"`
 	// SubnetID is the subnet of the virtual IP.
@@ -225,3 +239,9 @@ type AgentStatus struct {
 	// +optional
 	HolderReady bool `json:"holderReady,omitempty"`
 }
+
+// The paths of ExposureStatus.FrontDoorPath.
+const (
+	FrontDoorPathFloatingIP = "FloatingIP"
+	FrontDoorPathVIP        = "VIP"
+)

@@ -139,6 +139,11 @@ func (in *ExposureConfig) DeepCopyInto(out *ExposureConfig) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ProbeFloatingIP != nil {
+		in, out := &in.ProbeFloatingIP, &out.ProbeFloatingIP
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Agent != nil {
 		in, out := &in.Agent, &out.Agent
 		*out = new(AgentConfig)

@@ -53,7 +53,9 @@ type frontDoorLAN struct {
 
 func newFrontDoorLAN(t *testing.T) *frontDoorLAN {
 	t.Helper()
-	return &frontDoorLAN{h: netns.NewForTest(t, netns.Options{Prefix: "kvf-", Nodes: 2}), stops: map[string]func(){}}
+	// The /15 puts the floating IPs (198.19.0.0/24) on the LAN too: a node that carries one
+	// plays the router's hairpin NAT.
+	return &frontDoorLAN{h: netns.NewForTest(t, netns.Options{Prefix: "kvf-", Nodes: 2, Subnet: netip.MustParsePrefix("198.18.0.0/15")}), stops: map[string]func(){}}
 }
 
 // hold puts the VIP on node i of the LAN and accepts TCP connections on VIP:port there.
@@ -303,9 +305,31 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 		t.Fatalf("last operation %+v while the VIP does not answer, want Processing", lo)
 	}
 
-	// The node answers on the VIP: Succeeded with the floating IP.
+	// The node answers on the VIP, the floating IP does not: still Processing, and the
+	// condition says which path is missing.
 	lan.hold(t, ctx, 0, vip, exp.Spec.Port)
+	cur = waitFor(t, ctx, e, exp, "the VIP answering, the floating IP not", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		c := meta.FindStatusCondition(providerStatus(t, x).Conditions, v1alpha1.ConditionVIPHeld)
+		return c != nil && c.Reason == "FloatingIPNotAnswering"
+	})
+	c := condition(t, cur, v1alpha1.ConditionVIPHeld)
+	t.Logf("VIPHeld while the floating IP is silent: %s", c.Message)
+	if !strings.Contains(c.Message, fip) || !strings.Contains(c.Message, "probeFloatingIP: false") {
+		t.Errorf("VIPHeld message %q names neither the floating IP %s nor the opt-out", c.Message, fip)
+	}
+	time.Sleep(2 * time.Second) // several checks
+	cur = waitFor(t, ctx, e, exp, "the exposure", func(*extensionsv1alpha1.SelfHostedShootExposure) bool { return true })
+	if lo := cur.Status.LastOperation; lo == nil || lo.State != gardencorev1beta1.LastOperationStateProcessing {
+		t.Fatalf("last operation %+v while the floating IP does not answer, want Processing", lo)
+	}
+
+	// The floating IP answers (a node of the LAN plays the router's DNAT): Succeeded,
+	// through the floating IP.
+	lan.hold(t, ctx, 1, fip, exp.Spec.Port)
 	cur = waitFor(t, ctx, e, exp, "Succeeded", succeeded)
+	if p := providerStatus(t, cur).FrontDoorPath; p != v1alpha1.FrontDoorPathFloatingIP {
+		t.Errorf("frontDoorPath %q, want %q", p, v1alpha1.FrontDoorPathFloatingIP)
+	}
 	sawError, earlyIngress := stopWatch()
 	if sawError != "" {
 		t.Errorf("lastError while waiting for the front door: %s", sawError)

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package exposure
+package networking
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-// neutron declares the Neutron calls the exposure makes, and no more: *openstack.Network
-// implements it against Neutron; the unit tests of the ownership and immutability rules use
-// an in-memory fake. Errors are classified as openstack.Classify does.
-type neutron interface {
+// Neutron declares the Neutron calls the exposure makes, and no more: *openstack.Network
+// implements it against Neutron (gophercloud); the unit tests use the in-memory fake of
+// package networkingtest. Errors are classified as openstack.Classify does.
+type Neutron interface {
 	GetNetwork(ctx context.Context, id string) (*networks.Network, error)
 	GetSubnet(ctx context.Context, id string) (*subnets.Subnet, error)
 	FindExternalNetworkByName(ctx context.Context, name string) (string, error)
@@ -41,4 +41,4 @@ type neutron interface {
 	DeleteFloatingIP(ctx context.Context, id string) error
 }
 
-var _ neutron = (*openstack.Network)(nil)
+var _ Neutron = (*openstack.Network)(nil)

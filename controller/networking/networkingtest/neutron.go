@@ -2,7 +2,9 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package exposure
+// Package networkingtest holds an in-memory Neutron for the unit tests of the packages
+// that use package networking.
+package networkingtest
 
 import (
 	"cmp"
@@ -21,23 +23,23 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-// fakeNeutron is an in-memory Neutron with the semantics the rules depend on: IDs, fixed
+// Neutron is an in-memory Neutron with the semantics the rules depend on: IDs, fixed
 // IPs that only one port holds, floating IPs with a description and a port, filters of
 // the list calls. Its errors are classified as Neutron's are.
-type fakeNeutron struct {
-	mu     sync.Mutex
-	n      int
-	ports  map[string]*ports.Port
-	fips   map[string]*floatingips.FloatingIP
-	writes []string
-	// listed are the filters of the port lists, in order.
-	listed []openstack.PortFilter
+type Neutron struct {
+	// Mu guards the fields; a test that reads them while calls may run takes it.
+	Mu          sync.Mutex
+	n           int
+	Ports       map[string]*ports.Port
+	FloatingIPs map[string]*floatingips.FloatingIP
+	// Writes describe the writes, in order.
+	Writes []string
+	// Listed are the filters of the port lists, in order.
+	Listed []openstack.PortFilter
 }
 
-var _ neutron = (*fakeNeutron)(nil)
-
-func newFakeNeutron() *fakeNeutron {
-	return &fakeNeutron{ports: map[string]*ports.Port{}, fips: map[string]*floatingips.FloatingIP{}}
+func NewNeutron() *Neutron {
+	return &Neutron{Ports: map[string]*ports.Port{}, FloatingIPs: map[string]*floatingips.FloatingIP{}}
 }
 
 func neutronError(status int, typ, op string) error {
@@ -45,39 +47,39 @@ func neutronError(status int, typ, op string) error {
 	return openstack.Classify(gophercloud.ErrUnexpectedResponseCode{Actual: status, Body: []byte(body)}, op)
 }
 
-func (f *fakeNeutron) wrote(format string, args ...any) {
-	f.writes = append(f.writes, fmt.Sprintf(format, args...))
+func (f *Neutron) wrote(format string, args ...any) {
+	f.Writes = append(f.Writes, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeNeutron) writeCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.writes)
+func (f *Neutron) WriteCount() int {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	return len(f.Writes)
 }
 
-func (f *fakeNeutron) GetNetwork(_ context.Context, id string) (*networks.Network, error) {
+func (f *Neutron) GetNetwork(_ context.Context, id string) (*networks.Network, error) {
 	return &networks.Network{ID: id}, nil
 }
 
-func (f *fakeNeutron) GetSubnet(_ context.Context, id string) (*subnets.Subnet, error) {
+func (f *Neutron) GetSubnet(_ context.Context, id string) (*subnets.Subnet, error) {
 	return &subnets.Subnet{ID: id, NetworkID: "net", CIDR: "198.18.0.0/24"}, nil
 }
 
-func (f *fakeNeutron) FindExternalNetworkByName(context.Context, string) (string, error) {
+func (f *Neutron) FindExternalNetworkByName(context.Context, string) (string, error) {
 	return "ext", nil
 }
 
-func (f *fakeNeutron) ListPorts(_ context.Context, filter openstack.PortFilter) ([]ports.Port, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.listed = append(f.listed, filter)
+func (f *Neutron) ListPorts(_ context.Context, filter openstack.PortFilter) ([]ports.Port, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	f.Listed = append(f.Listed, filter)
 	var out []ports.Port
-	for _, p := range f.ports {
+	for _, p := range f.Ports {
 		switch {
 		case filter.Name != "" && p.Name != filter.Name,
 			filter.NetworkID != "" && p.NetworkID != filter.NetworkID,
 			!openstack.HasAllTags(p.Tags, filter.Tags),
-			len(filter.FixedIPs) > 0 && !slices.ContainsFunc(filter.FixedIPs, func(ip string) bool { return hasFixedIP(p, ip) }):
+			len(filter.FixedIPs) > 0 && !slices.ContainsFunc(filter.FixedIPs, func(ip string) bool { return openstack.HasFixedIP(p, ip) }):
 			continue
 		}
 		out = append(out, *copyPort(p))
@@ -94,19 +96,19 @@ func copyPort(p *ports.Port) *ports.Port {
 	return &c
 }
 
-func (f *fakeNeutron) GetPort(_ context.Context, id string) (*ports.Port, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.ports[id]; ok {
+func (f *Neutron) GetPort(_ context.Context, id string) (*ports.Port, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if p, ok := f.Ports[id]; ok {
 		return copyPort(p), nil
 	}
 	return nil, neutronError(404, "PortNotFound", "read port "+id)
 }
 
 // addPort puts a port into the fake as someone (a user, another cluster) made it.
-func (f *fakeNeutron) addPort(p ports.Port) *ports.Port {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *Neutron) AddPort(p ports.Port) *ports.Port {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	f.n++
 	if p.ID == "" {
 		p.ID = fmt.Sprintf("port-%d", f.n)
@@ -114,40 +116,40 @@ func (f *fakeNeutron) addPort(p ports.Port) *ports.Port {
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Unix(int64(1000+f.n), 0)
 	}
-	f.ports[p.ID] = &p
+	f.Ports[p.ID] = &p
 	return copyPort(&p)
 }
 
-func (f *fakeNeutron) CreateVIPPort(_ context.Context, spec openstack.VIPPortSpec) (*ports.Port, error) {
-	f.mu.Lock()
+func (f *Neutron) CreateVIPPort(_ context.Context, spec openstack.VIPPortSpec) (*ports.Port, error) {
+	f.Mu.Lock()
 	address := spec.IPAddress
 	if address == "" {
 		address = fmt.Sprintf("198.18.0.%d", 100+f.n)
 	}
-	for _, p := range f.ports {
-		if hasFixedIP(p, address) {
-			f.mu.Unlock()
+	for _, p := range f.Ports {
+		if openstack.HasFixedIP(p, address) {
+			f.Mu.Unlock()
 			return nil, neutronError(409, "IpAddressAlreadyAllocated", "create the VIP port")
 		}
 	}
 	f.wrote("create port %s", address)
-	f.mu.Unlock()
-	return f.addPort(ports.Port{Name: spec.Name, Description: spec.Description, NetworkID: spec.NetworkID,
+	f.Mu.Unlock()
+	return f.AddPort(ports.Port{Name: spec.Name, Description: spec.Description, NetworkID: spec.NetworkID,
 		FixedIPs: []ports.IP{{SubnetID: spec.SubnetID, IPAddress: address}}, Tags: slices.Clone(spec.Tags)}), nil
 }
 
-func (f *fakeNeutron) DeletePort(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *Neutron) DeletePort(_ context.Context, id string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	f.wrote("delete port %s", id)
-	delete(f.ports, id)
+	delete(f.Ports, id)
 	return nil
 }
 
-func (f *fakeNeutron) ReplacePortTags(_ context.Context, id string, tags []string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.ports[id]
+func (f *Neutron) ReplacePortTags(_ context.Context, id string, tags []string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	p, ok := f.Ports[id]
 	if !ok {
 		return neutronError(404, "PortNotFound", "tag port "+id)
 	}
@@ -156,10 +158,10 @@ func (f *fakeNeutron) ReplacePortTags(_ context.Context, id string, tags []strin
 	return nil
 }
 
-func (f *fakeNeutron) updatePairs(port *ports.Port, pairs []ports.AddressPair, op string) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.ports[port.ID]
+func (f *Neutron) updatePairs(port *ports.Port, pairs []ports.AddressPair, op string) (bool, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	p, ok := f.Ports[port.ID]
 	if !ok {
 		return false, neutronError(404, "PortNotFound", op)
 	}
@@ -169,7 +171,7 @@ func (f *fakeNeutron) updatePairs(port *ports.Port, pairs []ports.AddressPair, o
 	return true, nil
 }
 
-func (f *fakeNeutron) EnsurePair(_ context.Context, port *ports.Port, ip string) (bool, error) {
+func (f *Neutron) EnsurePair(_ context.Context, port *ports.Port, ip string) (bool, error) {
 	pairs, changed := openstack.MergePair(port.AllowedAddressPairs, ip, port.MACAddress)
 	if !changed {
 		return false, nil
@@ -177,7 +179,7 @@ func (f *fakeNeutron) EnsurePair(_ context.Context, port *ports.Port, ip string)
 	return f.updatePairs(port, pairs, "add pair")
 }
 
-func (f *fakeNeutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip string) (bool, error) {
+func (f *Neutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip string) (bool, error) {
 	pairs, changed := openstack.RemovePair(port.AllowedAddressPairs, ip, port.MACAddress)
 	if !changed {
 		return false, nil
@@ -186,9 +188,9 @@ func (f *fakeNeutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip
 }
 
 // addFloatingIP puts a floating IP into the fake as someone (a user, an admin) allocated it.
-func (f *fakeNeutron) addFloatingIP(fip floatingips.FloatingIP) *floatingips.FloatingIP {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *Neutron) AddFloatingIP(fip floatingips.FloatingIP) *floatingips.FloatingIP {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	f.n++
 	if fip.ID == "" {
 		fip.ID = fmt.Sprintf("fip-%d", f.n)
@@ -199,30 +201,30 @@ func (f *fakeNeutron) addFloatingIP(fip floatingips.FloatingIP) *floatingips.Flo
 	if fip.FloatingNetworkID == "" {
 		fip.FloatingNetworkID = "ext"
 	}
-	f.fips[fip.ID] = &fip
+	f.FloatingIPs[fip.ID] = &fip
 	c := fip
 	return &c
 }
 
-func (f *fakeNeutron) CreateFloatingIP(_ context.Context, spec openstack.FloatingIPSpec) (*floatingips.FloatingIP, error) {
-	f.mu.Lock()
-	for _, x := range f.fips {
+func (f *Neutron) CreateFloatingIP(_ context.Context, spec openstack.FloatingIPSpec) (*floatingips.FloatingIP, error) {
+	f.Mu.Lock()
+	for _, x := range f.FloatingIPs {
 		if spec.Address != "" && x.FloatingIP == spec.Address {
-			f.mu.Unlock()
+			f.Mu.Unlock()
 			return nil, neutronError(409, "FloatingIPAddressAlreadyAllocated", "create the floating IP")
 		}
 	}
 	f.wrote("create floating IP %s", spec.Address)
-	f.mu.Unlock()
-	return f.addFloatingIP(floatingips.FloatingIP{FloatingNetworkID: spec.FloatingNetworkID, PortID: spec.PortID, FixedIP: spec.FixedIP,
+	f.Mu.Unlock()
+	return f.AddFloatingIP(floatingips.FloatingIP{FloatingNetworkID: spec.FloatingNetworkID, PortID: spec.PortID, FixedIP: spec.FixedIP,
 		Description: spec.Description, FloatingIP: spec.Address}), nil
 }
 
-func (f *fakeNeutron) ListFloatingIPs(_ context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *Neutron) ListFloatingIPs(_ context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	var out []floatingips.FloatingIP
-	for _, x := range f.fips {
+	for _, x := range f.FloatingIPs {
 		switch {
 		case opts.Description != "" && x.Description != opts.Description,
 			opts.PortID != "" && x.PortID != opts.PortID,
@@ -235,21 +237,21 @@ func (f *fakeNeutron) ListFloatingIPs(_ context.Context, opts floatingips.ListOp
 	return out, nil
 }
 
-func (f *fakeNeutron) GetFloatingIP(_ context.Context, id string) (*floatingips.FloatingIP, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if x, ok := f.fips[id]; ok {
+func (f *Neutron) GetFloatingIP(_ context.Context, id string) (*floatingips.FloatingIP, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if x, ok := f.FloatingIPs[id]; ok {
 		c := *x
 		return &c, nil
 	}
 	return nil, neutronError(404, "FloatingIPNotFound", "read floating IP "+id)
 }
 
-func (f *fakeNeutron) FloatingIPsOfPort(ctx context.Context, portID string) ([]floatingips.FloatingIP, error) {
+func (f *Neutron) FloatingIPsOfPort(ctx context.Context, portID string) ([]floatingips.FloatingIP, error) {
 	return f.ListFloatingIPs(ctx, floatingips.ListOpts{PortID: portID})
 }
 
-func (f *fakeNeutron) FindFloatingIPByAddress(ctx context.Context, address string) (*floatingips.FloatingIP, error) {
+func (f *Neutron) FindFloatingIPByAddress(ctx context.Context, address string) (*floatingips.FloatingIP, error) {
 	list, _ := f.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: address})
 	if len(list) == 0 {
 		return nil, openstack.NewConfigurationError(fmt.Errorf("floating IP %s is not allocated in the project", address))
@@ -257,10 +259,10 @@ func (f *fakeNeutron) FindFloatingIPByAddress(ctx context.Context, address strin
 	return &list[0], nil
 }
 
-func (f *fakeNeutron) setFloatingIPPort(id, portID, op string) (*floatingips.FloatingIP, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	x, ok := f.fips[id]
+func (f *Neutron) setFloatingIPPort(id, portID, op string) (*floatingips.FloatingIP, error) {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	x, ok := f.FloatingIPs[id]
 	if !ok {
 		return nil, neutronError(404, "FloatingIPNotFound", op)
 	}
@@ -270,11 +272,11 @@ func (f *fakeNeutron) setFloatingIPPort(id, portID, op string) (*floatingips.Flo
 	return &c, nil
 }
 
-func (f *fakeNeutron) AssociateFloatingIP(_ context.Context, id, portID string) (*floatingips.FloatingIP, error) {
+func (f *Neutron) AssociateFloatingIP(_ context.Context, id, portID string) (*floatingips.FloatingIP, error) {
 	return f.setFloatingIPPort(id, portID, "associate floating IP")
 }
 
-func (f *fakeNeutron) DisassociateFloatingIP(_ context.Context, id string) error {
+func (f *Neutron) DisassociateFloatingIP(_ context.Context, id string) error {
 	_, err := f.setFloatingIPPort(id, "", "disassociate floating IP")
 	if openstack.IsNotFound(err) {
 		return nil
@@ -282,10 +284,10 @@ func (f *fakeNeutron) DisassociateFloatingIP(_ context.Context, id string) error
 	return err
 }
 
-func (f *fakeNeutron) DeleteFloatingIP(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *Neutron) DeleteFloatingIP(_ context.Context, id string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
 	f.wrote("delete floating IP %s", id)
-	delete(f.fips, id)
+	delete(f.FloatingIPs, id)
 	return nil
 }

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package exposure
+package networking
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
@@ -20,58 +19,58 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-// This file holds the VIP port of the flow in actuator.go; whose a port is, is decided in
-// policy.go.
+// This file holds the VIP port of the front door; whose a port is, is decided in
+// ownership.go, whether it still holds the recorded VIP in immutable.go.
 
-func vipPortSpec(in *inputs, status *v1alpha1.ExposureStatus) openstack.VIPPortSpec {
-	address := in.config.VIPAddress
+func vipPortSpec(fd *FrontDoor, status *v1alpha1.ExposureStatus) openstack.VIPPortSpec {
+	address := fd.Spec.VIPAddress
 	if status.VIPAddress != "" {
 		// Once there is a VIP, a lost port comes back with the same address.
 		address = status.VIPAddress
 	}
 	return openstack.VIPPortSpec{
-		Name:        vipPortName(in.identity),
-		Description: in.mark.description(),
-		NetworkID:   in.config.NetworkID,
-		SubnetID:    in.config.SubnetID,
+		Name:        VIPPortName(fd.Mark.Identity),
+		Description: fd.Mark.Description(),
+		NetworkID:   fd.Spec.NetworkID,
+		SubnetID:    fd.Spec.SubnetID,
 		IPAddress:   address,
-		Tags:        in.mark.portTags(),
+		Tags:        fd.Mark.PortTags(),
 	}
 }
 
-// ensurePort returns the VIP port: the one recorded in the status, else the cluster's port
+// GetOrCreateVIPPort returns the VIP port: the one recorded in the status, else the cluster's port
 // found by name and tags (or the port of a lost exposure of this cluster, see
 // claimFrontDoor), else a new one. A port lost out of band comes back with the recorded
 // VIP, so the address never changes. Surplus ports of the cluster (a create whose
 // response was lost and that committed after the retry had listed the ports) are deleted.
-func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network neutron, in *inputs, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
-	named, err := network.ListPorts(ctx, openstack.PortFilter{Name: vipPortName(in.identity)})
+func (s *Service) GetOrCreateVIPPort(ctx context.Context, fd *FrontDoor, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
+	named, err := s.neutron.ListPorts(ctx, openstack.PortFilter{Name: VIPPortName(fd.Mark.Identity)})
 	if err != nil {
 		return nil, false, err
 	}
-	port, err := a.recordedPort(ctx, log, network, named, status)
+	port, err := s.recordedPort(ctx, named, status)
 	if err != nil {
 		return nil, false, err
 	}
 	if port == nil && status.PortID == "" {
-		if err := a.claimFrontDoor(ctx, log, in, in.uid, named); err != nil {
+		if err := s.claimFrontDoor(ctx, fd, fd.UID, named); err != nil {
 			return nil, false, err
 		}
 	}
-	status.Identity, status.Owner = in.identity, in.mark.owner
-	if in.recordFirst != nil {
+	status.Identity, status.Owner = fd.Mark.Identity, fd.Mark.Owner
+	if fd.RecordFirst != nil {
 		// Before the first write to Neutron: a deletion then knows whether anything can exist.
-		if err := in.recordFirst(status); err != nil {
+		if err := fd.RecordFirst(status); err != nil {
 			return nil, false, err
 		}
-		in.recordFirst = nil
+		fd.RecordFirst = nil
 	}
-	spec := vipPortSpec(in, status)
+	spec := vipPortSpec(fd, status)
 	find := spec
-	find.Tags = in.mark.tags()
+	find.Tags = fd.Mark.Tags()
 	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, find), func(p ports.Port) bool {
-		owner := in.mark.foreignOwner(&p)
-		return owner != "" && owner != string(in.uid)
+		owner := fd.Mark.ForeignOwner(&p)
+		return owner != "" && owner != string(fd.UID)
 	})
 	if port == nil && len(candidates) > 0 {
 		port = pickVIPPort(candidates, status.VIPAddress)
@@ -81,35 +80,35 @@ func (a *Actuator) ensurePort(ctx context.Context, log logr.Logger, network neut
 	}
 	created := false
 	if port == nil {
-		if port, err = a.createPort(ctx, log, network, in, spec, status); err != nil {
+		if port, err = s.createPort(ctx, fd, spec, status); err != nil {
 			return nil, false, err
 		}
 		created = true
 	}
 	// Recorded before anything else, so that a later failure does not lose the port. The
-	// recorded VIP is never replaced: checkImmutable and checkRecordedPort keep the port on it.
+	// recorded VIP is never replaced: CheckImmutable and checkRecordedPort keep the port on it.
 	status.PortID = port.ID
 	if status.VIPAddress == "" {
-		status.VIPAddress = openstack.PortAddress(port, in.config.SubnetID)
+		status.VIPAddress = openstack.PortAddress(port, fd.Spec.SubnetID)
 	}
 
-	if err := a.deleteSurplusPorts(ctx, log, network, candidates, port.ID); err != nil {
+	if err := s.deleteSurplusPorts(ctx, candidates, port.ID); err != nil {
 		return nil, false, err
 	}
-	return port, created, a.ensurePortTags(ctx, log, network, in, port)
+	return port, created, s.ensurePortTags(ctx, fd, port)
 }
 
 // createPort creates the VIP port.
-func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
-	port, err := network.CreateVIPPort(ctx, spec)
+func (s *Service) createPort(ctx context.Context, fd *FrontDoor, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+	port, err := s.neutron.CreateVIPPort(ctx, spec)
 	if err != nil {
-		return nil, a.explainTakenAddress(ctx, network, in, spec, status, err)
+		return nil, s.explainTakenAddress(ctx, fd, spec, status, err)
 	}
-	log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, spec.SubnetID))
+	s.log.Info("Created the VIP port", "port", port.ID, "vip", openstack.PortAddress(port, spec.SubnetID))
 	if status.PortID != "" {
-		in.record(eventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, spec.SubnetID))
+		s.record(EventPortRecreated, "The VIP port %s was gone; created port %s with the same VIP %s", status.PortID, port.ID, openstack.PortAddress(port, spec.SubnetID))
 	} else {
-		in.record(eventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, spec.SubnetID))
+		s.record(EventPortCreated, "Created the VIP port %s with the VIP %s", port.ID, openstack.PortAddress(port, spec.SubnetID))
 	}
 	return port, nil
 }
@@ -119,16 +118,16 @@ func (a *Actuator) createPort(ctx context.Context, log logr.Logger, network neut
 // (a lost response): transient, the retry finds it by name. A recorded VIP that another
 // port holds now cannot come back: the operator must free it. Otherwise the configured
 // vipAddress is someone else's.
-func (a *Actuator) explainTakenAddress(ctx context.Context, network neutron, in *inputs, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
+func (s *Service) explainTakenAddress(ctx context.Context, fd *FrontDoor, spec openstack.VIPPortSpec, status *v1alpha1.ExposureStatus, err error) error {
 	if spec.IPAddress == "" || !openstack.IsAddressTaken(err) {
 		return err
 	}
-	holders, listErr := network.ListPorts(ctx, openstack.PortFilter{NetworkID: spec.NetworkID, FixedIPs: []string{spec.IPAddress}})
+	holders, listErr := s.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: spec.NetworkID, FixedIPs: []string{spec.IPAddress}})
 	if listErr != nil || len(holders) == 0 {
 		return errors.Join(err, listErr)
 	}
 	holder := &holders[0]
-	if holder.Name == spec.Name && holder.DeviceOwner == "" && in.mark.foreignOwner(holder) == "" {
+	if holder.Name == spec.Name && holder.DeviceOwner == "" && fd.Mark.ForeignOwner(holder) == "" {
 		return &openstack.Error{Op: "create the VIP port", Transient: true,
 			Message: fmt.Sprintf("port %s with the VIP %s was created by an earlier attempt whose response was lost", holder.ID, spec.IPAddress),
 			Hint:    "will pick it up on the retry"}
@@ -143,7 +142,7 @@ func (a *Actuator) explainTakenAddress(ctx context.Context, network neutron, in 
 
 // recordedPort returns the port recorded in the status (from the list, else read by ID),
 // nil when there is none or it is gone.
-func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network neutron, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
+func (s *Service) recordedPort(ctx context.Context, named []ports.Port, status *v1alpha1.ExposureStatus) (*ports.Port, error) {
 	if status.PortID == "" {
 		return nil, nil
 	}
@@ -151,10 +150,10 @@ func (a *Actuator) recordedPort(ctx context.Context, log logr.Logger, network ne
 	if i := slices.IndexFunc(named, func(p ports.Port) bool { return p.ID == status.PortID }); i >= 0 {
 		port = &named[i]
 	} else {
-		p, err := network.GetPort(ctx, status.PortID) // renamed out of band
+		p, err := s.neutron.GetPort(ctx, status.PortID) // renamed out of band
 		switch {
 		case openstack.IsNotFound(err):
-			log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
+			s.log.Info("The recorded VIP port is gone; creating it again with the same VIP", "port", status.PortID, "vip", status.VIPAddress)
 			return nil, nil
 		case err != nil:
 			return nil, err
@@ -170,7 +169,7 @@ func pickVIPPort(candidates []ports.Port, vip string) *ports.Port {
 	best := &candidates[0]
 	for i := range candidates {
 		p := &candidates[i]
-		if vip != "" && hasFixedIP(p, vip) {
+		if vip != "" && openstack.HasFixedIP(p, vip) {
 			return p
 		}
 		if p.CreatedAt.Before(best.CreatedAt) {
@@ -182,13 +181,13 @@ func pickVIPPort(candidates []ports.Port, vip string) *ports.Port {
 
 // deleteSurplusPorts deletes the cluster's ports other than keep that carry no floating IP;
 // one with a floating IP is left for an operator, named in the error.
-func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, network neutron, candidates []ports.Port, keep string) error {
+func (s *Service) deleteSurplusPorts(ctx context.Context, candidates []ports.Port, keep string) error {
 	var errs []error
 	for _, p := range candidates {
 		if p.ID == keep {
 			continue
 		}
-		fips, err := network.FloatingIPsOfPort(ctx, p.ID)
+		fips, err := s.neutron.FloatingIPsOfPort(ctx, p.ID)
 		if err != nil {
 			return err
 		}
@@ -197,8 +196,8 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 				p.ID, fips[0].FloatingIP, keep, p.ID), gardencorev1beta1.ErrorInfraDependencies))
 			continue
 		}
-		log.Info("Deleting a surplus VIP port of the cluster (a create that committed late)", "port", p.ID, "keep", keep)
-		if err := network.DeletePort(ctx, p.ID); err != nil && !openstack.IsNotFound(err) {
+		s.log.Info("Deleting a surplus VIP port of the cluster (a create that committed late)", "port", p.ID, "keep", keep)
+		if err := s.neutron.DeletePort(ctx, p.ID); err != nil && !openstack.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -208,15 +207,15 @@ func (a *Actuator) deleteSurplusPorts(ctx context.Context, log logr.Logger, netw
 // ensurePortTags puts the cluster's tags on the port. Neutron without the
 // tag_ports_during_bulk_creation extension driver ignores tags in the create request, and
 // tags may have been edited out of band.
-func (a *Actuator) ensurePortTags(ctx context.Context, log logr.Logger, network neutron, in *inputs, port *ports.Port) error {
-	if openstack.HasAllTags(port.Tags, in.mark.portTags()) && in.mark.foreignOwner(port) == "" {
+func (s *Service) ensurePortTags(ctx context.Context, fd *FrontDoor, port *ports.Port) error {
+	if openstack.HasAllTags(port.Tags, fd.Mark.PortTags()) && fd.Mark.ForeignOwner(port) == "" {
 		return nil
 	}
-	tags := in.mark.withTags(port.Tags)
+	tags := fd.Mark.WithTags(port.Tags)
 	if len(port.Tags) > 0 {
-		log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
+		s.log.Info("Restoring the cluster's tags on the VIP port", "port", port.ID, "had", port.Tags)
 	}
-	if err := network.ReplacePortTags(ctx, port.ID, tags); err != nil {
+	if err := s.neutron.ReplacePortTags(ctx, port.ID, tags); err != nil {
 		return err
 	}
 	port.Tags = tags

@@ -2,13 +2,12 @@
 //
 // SPDX-License-Identifier: Apache-2.0
 
-package exposure
+package networking
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
@@ -19,50 +18,50 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-// This file holds the floating IP of the flow in actuator.go; whose a floating IP is, is
-// decided in policy.go.
+// This file holds the floating IP of the front door; whose a floating IP is, is decided
+// in ownership.go.
 
-// ensureFloatingIP keeps, adopts, re-associates or (only when the exposure has none yet)
+// ReconcileFloatingIP keeps, adopts, re-associates or (only when the exposure has none yet)
 // allocates the floating IP of the VIP port and records it in status. It never releases
-// one: a change of address is refused by checkImmutable before this runs.
-func (a *Actuator) ensureFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
-	cfg := in.config
+// one: a change of address is refused by CheckImmutable before this runs.
+func (s *Service) ReconcileFloatingIP(ctx context.Context, fd *FrontDoor, port *ports.Port, portCreated bool, status *v1alpha1.ExposureStatus) error {
+	cfg := fd.Spec
 	if cfg.InternalOnly {
 		return nil
 	}
-	owners := floatingIPOwnersOf(in.mark, cfg, status)
+	owners := FloatingIPOwnersOf(fd.Mark, cfg.FloatingIP, status)
 	if status.FloatingIPID != "" {
-		return a.keepFloatingIP(ctx, log, network, in, owners, port, status)
+		return s.keepFloatingIP(ctx, fd, owners, port, status)
 	}
 	if cfg.FloatingIP != "" {
-		return a.adoptFloatingIP(ctx, log, network, cfg.FloatingIP, port, status)
+		return s.adoptFloatingIP(ctx, cfg.FloatingIP, port, status)
 	}
-	fip, err := a.findOwnedFloatingIP(ctx, log, network, owners, port, portCreated)
+	fip, err := s.findOwnedFloatingIP(ctx, owners, port, portCreated)
 	if err != nil {
 		return err
 	}
 	if fip == nil {
-		floatingNetworkID, err := floatingNetwork(ctx, network, cfg, in.floatingNetworkID)
+		floatingNetworkID, err := s.floatingNetwork(ctx, cfg, fd.FloatingNetworkID)
 		if err != nil {
 			return err
 		}
-		if fip, err = network.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
+		if fip, err = s.neutron.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
 			FloatingNetworkID: floatingNetworkID,
 			PortID:            port.ID,
 			FixedIP:           status.VIPAddress,
-			Description:       in.mark.description(),
+			Description:       fd.Mark.Description(),
 		}); err != nil {
 			return err
 		}
-		log.Info("Created the floating IP", "floatingIP", fip.FloatingIP)
-		in.record(eventFloatingIPCreated, "Created the floating IP %s for the VIP %s", fip.FloatingIP, status.VIPAddress)
+		s.log.Info("Created the floating IP", "floatingIP", fip.FloatingIP)
+		s.record(EventFloatingIPCreated, "Created the floating IP %s for the VIP %s", fip.FloatingIP, status.VIPAddress)
 	} else if fip.PortID != port.ID {
-		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+		if fip, err = s.neutron.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 			return err
 		}
-		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
-		in.record(eventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
-	} else if err := checkFloatingPool(ctx, network, cfg, fip, status); err != nil {
+		s.log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+		s.record(EventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
+	} else if err := s.checkFloatingPool(ctx, cfg, fip, status); err != nil {
 		return err
 	}
 	recordFloatingIP(status, fip, false)
@@ -77,29 +76,29 @@ func recordFloatingIP(status *v1alpha1.ExposureStatus, fip *floatingips.Floating
 // keepFloatingIP keeps the recorded floating IP on the VIP port: it re-associates it when
 // it was disassociated (e.g. with a lost port) and gets the same address back when it was
 // deleted out of band; it never takes another address.
-func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
-	fip, err := network.GetFloatingIP(ctx, status.FloatingIPID)
+func (s *Service) keepFloatingIP(ctx context.Context, fd *FrontDoor, owners FloatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+	fip, err := s.neutron.GetFloatingIP(ctx, status.FloatingIPID)
 	switch {
 	case openstack.IsNotFound(err):
-		return a.replaceFloatingIP(ctx, log, network, in, owners, port, status)
+		return s.replaceFloatingIP(ctx, fd, owners, port, status)
 	case err != nil:
 		return err
 	}
 	// Pinning the current address makes it the user's: it then outlives the exposure.
-	pinned := owners.of(fip) == floatingIPPinned
+	pinned := owners.Of(fip) == FloatingIPPinned
 	switch fip.PortID {
 	case port.ID:
 		if !pinned {
-			if err := checkFloatingPool(ctx, network, in.config, fip, status); err != nil {
+			if err := s.checkFloatingPool(ctx, fd.Spec, fip, status); err != nil {
 				return err
 			}
 		}
 	case "":
-		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+		if fip, err = s.neutron.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 			return err
 		}
-		log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
-		in.record(eventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
+		s.log.Info("Re-associated the exposure's floating IP with the VIP port", "floatingIP", fip.FloatingIP)
+		s.record(EventFloatingIPAssociate, "Re-associated the floating IP %s with the VIP port %s", fip.FloatingIP, port.ID)
 	default:
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was associated with port %s outside of the extension: disassociate it so that it points at the VIP port %s again",
 			fip.FloatingIP, fip.PortID, port.ID), gardencorev1beta1.ErrorInfraDependencies)
@@ -113,55 +112,55 @@ func (a *Actuator) keepFloatingIP(ctx context.Context, log logr.Logger, network 
 // admin, as the error below asks) is taken, else the same address is requested again. If
 // the address is gone (taken, or the policy forbids choosing it), the exposure says so
 // rather than publishing a new address that DNS will not follow.
-func (a *Actuator) replaceFloatingIP(ctx context.Context, log logr.Logger, network neutron, in *inputs, owners floatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+func (s *Service) replaceFloatingIP(ctx context.Context, fd *FrontDoor, owners FloatingIPOwners, port *ports.Port, status *v1alpha1.ExposureStatus) error {
 	if status.FloatingIPAdopted {
 		return configError("the floating IP %s named in floatingIP was deleted: allocate it again in the project", status.FloatingIPAddress)
 	}
-	same, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: status.FloatingIPAddress})
+	same, err := s.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: status.FloatingIPAddress})
 	if err != nil {
 		return err
 	}
 	if len(same) > 0 {
 		fip := &same[0]
-		if owners.of(fip) != floatingIPOurs {
+		if owners.Of(fip) != FloatingIPOurs {
 			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension and the address is allocated again as floating IP %s without the exposure's description %q: set that description on it, or release it",
-				status.FloatingIPAddress, fip.ID, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
+				status.FloatingIPAddress, fip.ID, fd.Mark.Description()), gardencorev1beta1.ErrorInfraDependencies)
 		}
 		if fip.PortID != port.ID {
-			if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+			if fip, err = s.neutron.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 				return err
 			}
 		}
-		log.Info("Took the floating IP allocated again with the exposure's address and mark", "floatingIP", fip.FloatingIP, "id", fip.ID)
-		in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; took floating IP %s with the same address and the exposure's description", status.FloatingIPAddress, fip.ID)
+		s.log.Info("Took the floating IP allocated again with the exposure's address and mark", "floatingIP", fip.FloatingIP, "id", fip.ID)
+		s.record(EventFloatingIPRealloc, "The floating IP %s was deleted; took floating IP %s with the same address and the exposure's description", status.FloatingIPAddress, fip.ID)
 		recordFloatingIP(status, fip, false)
 		return nil
 	}
-	floatingNetworkID, err := floatingNetwork(ctx, network, in.config, in.floatingNetworkID)
+	floatingNetworkID, err := s.floatingNetwork(ctx, fd.Spec, fd.FloatingNetworkID)
 	if err != nil {
 		return err
 	}
-	fip, err := network.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
+	fip, err := s.neutron.CreateFloatingIP(ctx, openstack.FloatingIPSpec{
 		FloatingNetworkID: floatingNetworkID,
 		PortID:            port.ID,
 		FixedIP:           status.VIPAddress,
-		Description:       in.mark.description(),
+		Description:       fd.Mark.Description(),
 		Address:           status.FloatingIPAddress,
 	})
 	if err != nil {
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension, and allocating the same address again failed (%w): "+
 			"allocate %s in the project with the description %q, or ask a cloud admin to",
-			status.FloatingIPAddress, err, status.FloatingIPAddress, in.mark.description()), gardencorev1beta1.ErrorInfraDependencies)
+			status.FloatingIPAddress, err, status.FloatingIPAddress, fd.Mark.Description()), gardencorev1beta1.ErrorInfraDependencies)
 	}
-	log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
-	in.record(eventFloatingIPRealloc, "The floating IP %s was deleted; allocated the same address again", fip.FloatingIP)
+	s.log.Info("Allocated the deleted floating IP again", "floatingIP", fip.FloatingIP)
+	s.record(EventFloatingIPRealloc, "The floating IP %s was deleted; allocated the same address again", fip.FloatingIP)
 	recordFloatingIP(status, fip, false)
 	return nil
 }
 
 // adoptFloatingIP associates the pre-allocated floating IP named in the provider config.
-func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network neutron, address string, port *ports.Port, status *v1alpha1.ExposureStatus) error {
-	fip, err := network.FindFloatingIPByAddress(ctx, address)
+func (s *Service) adoptFloatingIP(ctx context.Context, address string, port *ports.Port, status *v1alpha1.ExposureStatus) error {
+	fip, err := s.neutron.FindFloatingIPByAddress(ctx, address)
 	if err != nil {
 		return err
 	}
@@ -171,10 +170,10 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 				fmt.Errorf("floating IP %s is associated with port %s: disassociate it or choose another floatingIP", address, fip.PortID),
 				gardencorev1beta1.ErrorInfraDependencies)
 		}
-		if fip, err = network.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
+		if fip, err = s.neutron.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 			return err
 		}
-		log.Info("Adopted the floating IP", "floatingIP", fip.FloatingIP)
+		s.log.Info("Adopted the floating IP", "floatingIP", fip.FloatingIP)
 	}
 	recordFloatingIP(status, fip, true)
 	return nil
@@ -184,14 +183,14 @@ func (a *Actuator) adoptFloatingIP(ctx context.Context, log logr.Logger, network
 // the VIP port, else one anywhere in the project with the owner mark (e.g. left
 // unassociated by a lost port and a lost status), so that a second one is never
 // allocated. Floating IPs on the VIP port that are not the exposure's are disassociated.
-func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, network neutron, owners floatingIPOwners, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
-	marked, err := network.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.description()})
+func (s *Service) findOwnedFloatingIP(ctx context.Context, owners FloatingIPOwners, port *ports.Port, portCreated bool) (*floatingips.FloatingIP, error) {
+	marked, err := s.neutron.ListFloatingIPs(ctx, floatingips.ListOpts{Description: owners.mark.Description()})
 	if err != nil {
 		return nil, err
 	}
 	var free *floatingips.FloatingIP
 	for i := range marked {
-		if owners.of(&marked[i]) != floatingIPOurs {
+		if owners.Of(&marked[i]) != FloatingIPOurs {
 			continue
 		}
 		switch marked[i].PortID {
@@ -204,13 +203,13 @@ func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, net
 		}
 	}
 	if !portCreated {
-		foreign, err := network.FloatingIPsOfPort(ctx, port.ID)
+		foreign, err := s.neutron.FloatingIPsOfPort(ctx, port.ID)
 		if err != nil {
 			return nil, err
 		}
 		for _, fip := range foreign {
-			log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
-			if err := network.DisassociateFloatingIP(ctx, fip.ID); err != nil {
+			s.log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
+			if err := s.neutron.DisassociateFloatingIP(ctx, fip.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -219,20 +218,20 @@ func (a *Actuator) findOwnedFloatingIP(ctx context.Context, log logr.Logger, net
 }
 
 // floatingNetwork returns the ID of the configured floating pool.
-func floatingNetwork(ctx context.Context, network neutron, cfg *Config, resolved string) (string, error) {
+func (s *Service) floatingNetwork(ctx context.Context, cfg Spec, resolved string) (string, error) {
 	switch {
 	case cfg.FloatingNetworkID != "":
 		return cfg.FloatingNetworkID, nil
 	case resolved != "":
 		return resolved, nil
 	}
-	return network.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
+	return s.neutron.FindExternalNetworkByName(ctx, cfg.FloatingPoolName)
 }
 
-// checkFloatingPool is checkImmutable for a floating pool given by name, which only
+// checkFloatingPool is CheckImmutable for a floating pool given by name, which only
 // Neutron can resolve: the pool cannot change while the extension's floating IP exists.
-func checkFloatingPool(ctx context.Context, network neutron, cfg *Config, fip *floatingips.FloatingIP, status *v1alpha1.ExposureStatus) error {
-	want, err := floatingNetwork(ctx, network, cfg, "")
+func (s *Service) checkFloatingPool(ctx context.Context, cfg Spec, fip *floatingips.FloatingIP, status *v1alpha1.ExposureStatus) error {
+	want, err := s.floatingNetwork(ctx, cfg, "")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,83 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+)
+
+// TestFrontDoorProvesThePublishedPath: on the floating-IP path the VIP answering is not
+// enough; the VIP path never dials the floating IP.
+func TestFrontDoorProvesThePublishedPath(t *testing.T) {
+	const vip, fip = "198.18.0.100", "198.19.0.5"
+	holder := &v1alpha1.AgentStatus{LeaseHolder: "cp-0", HolderReady: true}
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{Port: 443}}
+	for _, tc := range []struct {
+		name       string
+		path       string
+		answering  []string
+		wantWorks  bool
+		wantReason string
+		wantDialed []string
+	}{
+		{"the floating IP silent", v1alpha1.FrontDoorPathFloatingIP, []string{vip}, false, reasonFloatingIPNotAnswering, []string{vip, fip}},
+		{"both answer", v1alpha1.FrontDoorPathFloatingIP, []string{vip, fip}, true, reasonHeld, []string{vip, fip}},
+		{"the VIP silent", v1alpha1.FrontDoorPathFloatingIP, []string{fip}, false, reasonNotAnswering, []string{vip}},
+		{"the VIP only (probeFloatingIP: false)", v1alpha1.FrontDoorPathVIP, []string{vip}, true, reasonHeld, []string{vip}},
+	} {
+		var dialed []string
+		a := &Actuator{opts: ActuatorOptions{FrontDoorProbe: FrontDoorTCP, Dial: func(_ context.Context, _, address string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(address)
+			dialed = append(dialed, host)
+			if !slices.Contains(tc.answering, host) {
+				return nil, errors.New("connection refused")
+			}
+			c, s := net.Pipe()
+			_ = s.Close()
+			return c, nil
+		}}}
+		status := &v1alpha1.ExposureStatus{VIPAddress: vip, FloatingIPAddress: fip, FrontDoorPath: tc.path}
+		got := a.probeFrontDoor(context.Background(), exp, status, holder)
+		if got.works != tc.wantWorks || got.reason != tc.wantReason || !slices.Equal(dialed, tc.wantDialed) {
+			t.Errorf("%s: works %v reason %s dialed %v (%s), want %v %s %v", tc.name, got.works, got.reason, dialed, got.message, tc.wantWorks, tc.wantReason, tc.wantDialed)
+		}
+		if tc.wantReason == reasonFloatingIPNotAnswering && !strings.Contains(got.message, "probeFloatingIP: false") {
+			t.Errorf("%s: message %q does not name the opt-out", tc.name, got.message)
+		}
+	}
+}
+
+func TestFrontDoorPath(t *testing.T) {
+	public := ResolveConfig(&v1alpha1.ExposureConfig{}, &InfrastructureStatus{})
+	off := false
+	vipOnly := ResolveConfig(&v1alpha1.ExposureConfig{ProbeFloatingIP: &off}, &InfrastructureStatus{})
+	internal := ResolveConfig(&v1alpha1.ExposureConfig{InternalOnly: new(true)}, &InfrastructureStatus{})
+	tcp := &Actuator{opts: ActuatorOptions{FrontDoorProbe: FrontDoorTCP}}
+	lease := &Actuator{opts: ActuatorOptions{FrontDoorProbe: FrontDoorLease}}
+	for _, tc := range []struct {
+		name string
+		a    *Actuator
+		cfg  *Config
+		want string
+	}{
+		{"public, by default", tcp, public, v1alpha1.FrontDoorPathFloatingIP},
+		{"public, probeFloatingIP: false", tcp, vipOnly, v1alpha1.FrontDoorPathVIP},
+		{"internal only", tcp, internal, v1alpha1.FrontDoorPathVIP},
+		{"not probed", lease, public, ""},
+	} {
+		if got := tc.a.frontDoorPath(tc.cfg); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

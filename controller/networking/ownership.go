@@ -1,0 +1,273 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package networking
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+)
+
+// This file holds the ownership rule of the package doc: the mark, whose a VIP port is,
+// whose a floating IP is.
+
+// VIPPortName is the name of the cluster's VIP port.
+func VIPPortName(identity string) string {
+	return "kube-vip-" + identity
+}
+
+// Mark is what the extension puts on the OpenStack resources of one exposure: the
+// cluster's identity (port name, cluster tag), the owning exposure's UID (owner tag on the
+// port, part of the floating IP's description) and the Shoot's UID (shoot tag on the
+// port). Two exposures of one cluster share the identity and differ in the owner; so do
+// two clusters that share a project and a shoot name (and with it the technical ID the
+// identity comes from), which also differ in the Shoot's UID.
+type Mark struct {
+	Identity string
+	// Owner is the recorded owner UID; empty for exposures from before owners were
+	// recorded, whose resources carry no owner.
+	Owner string
+	// Shoot is the Shoot's status.uid: gardenadm keeps it for the life of the cluster,
+	// also when the exposure object is lost and created again. Empty when the Cluster
+	// names none; the port then carries no shoot tag and can never be taken over.
+	Shoot string
+}
+
+// MarkOf returns the mark of an exposure: the recorded identity and owner; an exposure
+// that has recorded nothing yet takes the derived identity and its own UID.
+func MarkOf(status *v1alpha1.ExposureStatus, derivedIdentity string, uid types.UID, shoot *gardencorev1beta1.Shoot) Mark {
+	m := Mark{Identity: derivedIdentity, Owner: string(uid)}
+	if status.Identity != "" {
+		m.Identity, m.Owner = status.Identity, status.Owner
+	}
+	if shoot != nil {
+		m.Shoot = string(shoot.Status.UID)
+	}
+	return m
+}
+
+// Description is the description of the VIP port and of the floating IPs this extension
+// creates. On floating IPs it is the mark of ownership: only a floating IP with exactly
+// this description is ever deleted; others (pre-allocated by the user, or another
+// exposure's) are left alone or only disassociated. Neutron stores the description with
+// the create request, at no extra call.
+func (m Mark) Description() string {
+	d := m.describe(m.Identity)
+	if over := len(d) - maxDescription; over > 0 {
+		// An identity too long for Neutron is shortened; its hash keeps the mark unique.
+		h := shortHash(m.Identity)
+		d = m.describe(m.Identity[:max(0, len(m.Identity)-over-len(h)-1)] + "-" + h)
+	}
+	return d
+}
+
+// maxDescription is Neutron's limit on a description.
+const maxDescription = 255
+
+func (m Mark) describe(identity string) string {
+	if m.Owner == "" {
+		return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s (gardener-extension-kube-vip); do not delete", identity)
+	}
+	return fmt.Sprintf("Virtual IP of the kube-apiserver of cluster %s, owner %s (gardener-extension-kube-vip); do not delete", identity, m.Owner)
+}
+
+// ClusterTags are the tags every VIP port of the cluster carries.
+func (m Mark) ClusterTags() []string {
+	return []string{openstack.TagExtension, openstack.ClusterTag(m.Identity)}
+}
+
+// Tags are the tags that find the exposure's VIP port: the cluster's and the owner's.
+func (m Mark) Tags() []string {
+	if m.Owner == "" {
+		return m.ClusterTags()
+	}
+	return append(m.ClusterTags(), openstack.OwnerTag(m.Owner))
+}
+
+// PortTags are the tags the exposure puts on its VIP port: tags() and the shoot's.
+func (m Mark) PortTags() []string {
+	if m.Shoot == "" {
+		return m.Tags()
+	}
+	return append(m.Tags(), openstack.ShootTag(m.Shoot))
+}
+
+// tagValue returns the value of the port's first tag with the prefix.
+func tagValue(p *ports.Port, prefix string) string {
+	for _, t := range p.Tags {
+		if v, ok := strings.CutPrefix(t, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// ForeignOwner returns the owner of a port of the cluster that another exposure owns, ""
+// when the port is this exposure's or carries no owner. An untagged port (tags lost, or
+// not yet put on after the create) is told by its description.
+func (m Mark) ForeignOwner(p *ports.Port) string {
+	for _, t := range p.Tags {
+		if uid, ok := strings.CutPrefix(t, openstack.OwnerTagPrefix); ok && uid != m.Owner {
+			return uid
+		}
+	}
+	if len(p.Tags) == 0 && m.Owner != "" && strings.Contains(p.Description, ", owner ") && p.Description != m.Description() {
+		return "(unknown, see the port's description)"
+	}
+	return ""
+}
+
+// WithTags returns the port's tags plus the exposure's, without tags that name another
+// cluster, owner or shoot: a recorded port whose tags were edited gets the exposure's
+// back, and keeps the tags of others.
+func (m Mark) WithTags(have []string) []string {
+	out := m.PortTags()
+	for _, t := range have {
+		ours := strings.HasPrefix(t, openstack.ClusterTag("")) || strings.HasPrefix(t, openstack.OwnerTagPrefix) ||
+			(m.Shoot != "" && strings.HasPrefix(t, openstack.ShootTagPrefix))
+		if ours || slices.Contains(out, t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// PortOwner says whose a port with the cluster's VIP port name is.
+type PortOwner int
+
+const (
+	// PortOurs: the exposure's own VIP port (its owner, or no owner at all).
+	PortOurs PortOwner = iota
+	// PortOfLostExposure: the VIP port of an exposure of this cluster that no longer
+	// exists (the object was lost and created again): its owner is no exposure of the
+	// cluster, and its shoot tag names this cluster's Shoot. An exposure that has recorded
+	// no VIP port yet takes it over.
+	PortOfLostExposure
+	// PortOfLiveExposure: another exposure of this cluster owns it: a cluster has one
+	// front door, a second exposure is refused and touches nothing.
+	PortOfLiveExposure
+	// PortOfSomeoneElse: bound, another cluster's (tags or Shoot), or unprovable: left alone.
+	PortOfSomeoneElse
+)
+
+// OwnerOfPort is the one ownership rule for VIP ports. owner is the foreign owner UID and
+// who the live exposure that owns it ("" unless PortOfLiveExposure).
+func (s *Service) OwnerOfPort(ctx context.Context, m Mark, self types.UID, p *ports.Port) (kind PortOwner, owner, who string, err error) {
+	owner = m.ForeignOwner(p)
+	switch {
+	case owner == "" || owner == string(self):
+		return PortOurs, owner, "", nil
+	case p.DeviceOwner != "" || (len(p.Tags) > 0 && !openstack.HasAllTags(p.Tags, m.ClusterTags())):
+		return PortOfSomeoneElse, owner, "", nil
+	}
+	if s.opts.ExposureOwning != nil {
+		if who, err = s.opts.ExposureOwning(ctx, owner); err != nil || who != "" {
+			return PortOfLiveExposure, owner, who, err
+		}
+	}
+	if m.Shoot != "" && tagValue(p, openstack.ShootTagPrefix) == m.Shoot {
+		return PortOfLostExposure, owner, "", nil
+	}
+	return PortOfSomeoneElse, owner, "", nil
+}
+
+// claimFrontDoor runs for an exposure that has recorded no VIP port yet. It refuses the
+// exposure while another live exposure of the cluster owns a VIP port (and leaves that
+// alone). A VIP port of a lost exposure of this cluster is the cluster's front door: the
+// exposure takes over its owner (the owner tag and the floating IP's description name it),
+// so that the port, the floating IP and the published address are found as its own.
+// Ports of other clusters sharing the project and shoot name are left alone.
+func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.UID, named []ports.Port) error {
+	var lost *ports.Port
+	var lostOwner string
+	for i := range named {
+		p := &named[i]
+		kind, owner, who, err := s.OwnerOfPort(ctx, fd.Mark, self, p)
+		switch {
+		case err != nil:
+			return err
+		case kind == PortOfLiveExposure:
+			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the cluster's front door (VIP port %s) belongs to the SelfHostedShootExposure %s (owner %s), and a cluster has one: this exposure leaves it alone; delete this exposure",
+				p.ID, who, owner), gardencorev1beta1.ErrorConfigurationProblem)
+		case kind == PortOfLostExposure && (lost == nil || p.CreatedAt.Before(lost.CreatedAt)):
+			lost, lostOwner = p, owner
+		case kind == PortOfSomeoneElse && owner != "":
+			s.log.Info("Leaving a VIP port of the same name alone: its owner is no exposure of this cluster, and it is not tagged with this cluster's Shoot", "port", p.ID, "owner", owner)
+		}
+	}
+	if lost != nil {
+		s.log.Info("Taking over the front door of a lost exposure of this cluster", "port", lost.ID, "owner", lostOwner)
+		s.record(EventFrontDoorTakenOver, "The VIP port %s of the lost exposure %s of this cluster (same Shoot) is taken over with its addresses", lost.ID, lostOwner)
+		fd.Mark.Owner = lostOwner
+	}
+	return nil
+}
+
+// FloatingIPOwner says whose a floating IP is.
+type FloatingIPOwner int
+
+const (
+	// FloatingIPOurs: the extension allocated it for the exposure (it carries the mark's
+	// description) and the user has not pinned it: it is released with the exposure.
+	FloatingIPOurs FloatingIPOwner = iota
+	// FloatingIPPinned: the user named it in floatingIP (now, or when it was adopted): it
+	// is kept and on deletion only disassociated.
+	FloatingIPPinned
+	// FloatingIPOfSomeoneElse: neither: never released; only disassociated from the VIP
+	// port.
+	FloatingIPOfSomeoneElse
+)
+
+// FloatingIPOwners is the one ownership rule for floating IPs, used by reconcile and
+// delete alike. It is fixed before anything changes, so that clearing the status during a
+// deletion never turns a pinned floating IP into one the extension releases.
+type FloatingIPOwners struct {
+	mark Mark
+	// pinnedAddress and pinnedID name the floating IP the user pinned.
+	pinnedAddress, pinnedID string
+}
+
+// FloatingIPOwnersOf fixes whose each floating IP is for the exposure marked m whose
+// provider config pins pinnedAddress ("" for none).
+func FloatingIPOwnersOf(m Mark, pinnedAddress string, status *v1alpha1.ExposureStatus) FloatingIPOwners {
+	o := FloatingIPOwners{mark: m, pinnedAddress: pinnedAddress}
+	if status.FloatingIPAdopted {
+		o.pinnedID = status.FloatingIPID
+		if o.pinnedAddress == "" {
+			o.pinnedAddress = status.FloatingIPAddress
+		}
+	}
+	return o
+}
+
+// Of says whose fip is.
+func (o FloatingIPOwners) Of(fip *floatingips.FloatingIP) FloatingIPOwner {
+	switch {
+	case (o.pinnedAddress != "" && fip.FloatingIP == o.pinnedAddress) || (o.pinnedID != "" && fip.ID == o.pinnedID):
+		return FloatingIPPinned
+	case fip.Description == o.mark.Description():
+		return FloatingIPOurs
+	}
+	return FloatingIPOfSomeoneElse
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
+}
