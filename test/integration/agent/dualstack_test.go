@@ -6,8 +6,12 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,9 +25,9 @@ var vip6 = netip.MustParseAddr("2001:2:0:10::64")
 
 // TestDualStackFailover runs the agent with one VIP per family (--vip=198.18.0.100,
 // 2001:2:0:10::64) on three control-plane nodes: both VIPs are on the leader only, and a
-// graceful handover, a crash and a link down move both together. A sampler reads both
-// families on every node with a 1 ms pause and must never find one VIP on two nodes; a
-// prober per family measures the client's outage.
+// graceful handover, a crash, the local kube-apiserver's death and a link down move both
+// together. A sampler reads both families on every node with a 1 ms pause and must never
+// find one VIP on two nodes; a prober per family measures the client's outage.
 func TestDualStackFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -38,7 +42,17 @@ func TestDualStackFailover(t *testing.T) {
 	prepare := func(t *testing.T) *netns.Node {
 		t.Helper()
 		for _, n := range h.Nodes() {
+			if ap := n.APIServer(); ap == nil || ap.Exited() {
+				if err := n.StartAPIServer(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := n.LinkUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range h.Nodes() {
+			if err := n.WaitAPIServerReady(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -69,6 +83,19 @@ func TestDualStackFailover(t *testing.T) {
 				t.Errorf("%s: %v", vip, err)
 			}
 		}
+		body, err := metricsText(ctx, leader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, family := range []string{"ipv4", "ipv6"} {
+			want := fmt.Sprintf(`kube_vip_agent_vip_info{family=%q,node=%q,vip=%q} 1`, family, leader.Name(), h.VIPs()[i])
+			if !strings.Contains(body, want) {
+				t.Errorf("%s's metrics lack %s", leader, want)
+			}
+		}
+		if v, err := metric(ctx, leader, "kube_vip_agent_vip_present"); err != nil || v != 1 {
+			t.Errorf("%s: kube_vip_agent_vip_present %v (%v), want 1", leader, v, err)
+		}
 		for _, n := range h.Nodes() {
 			held, err := n.HeldVIPs()
 			if err != nil {
@@ -91,6 +118,10 @@ func TestDualStackFailover(t *testing.T) {
 		old := prepare(t)
 		observeDualStackTakeover(ctx, t, h, old, func() { c.Agent(old).Kill() })
 	})
+	t.Run("leader's kube-apiserver killed", func(t *testing.T) {
+		old := prepare(t)
+		observeDualStackTakeover(ctx, t, h, old, old.KillAPIServer)
+	})
 	t.Run("leader's link down", func(t *testing.T) {
 		old := prepare(t)
 		observeDualStackTakeover(ctx, t, h, old, func() {
@@ -102,6 +133,21 @@ func TestDualStackFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// metricsText reads the agent's metrics endpoint on node n.
+func metricsText(ctx context.Context, n *netns.Node) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9482/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := n.HTTPClient(2*time.Second, nil).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
 
 // waitBoth polls until one node holds every VIP of the harness, no other node holds any,
