@@ -227,8 +227,8 @@ env-status:
 .PHONY: demo demo-down
 # The extension end to end (root; README.md says how long): a
 # self-hosted shoot of 3 real nodes (test/nodes: containerd + kubelet + etcd +
-# kube-apiserver each), local Keystone + Neutron, the extension installed from its chart
-# (controller and agents as pods), a SelfHostedShootExposure and a live failover; runs on
+# kube-apiserver each), local Keystone + Neutron, the extension installed from the artifacts of
+# release-artifacts (chart archive, images imported into containerd; controller and agents as pods), a SelfHostedShootExposure and a live failover; runs on
 # in the background (hack/demo.sh) and writes .local/demo/env.sh.
 demo:
 	rc=0; hack/demo.sh up || rc=$$?; hack/handback.sh || true; exit $$rc

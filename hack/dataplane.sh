@@ -125,7 +125,7 @@ EOF
     echo $! >"$DP/run/rabbit-launcher.pid"
   )
   for _ in $(seq 1 240); do ss -Hltn "sport = :$RABBIT_PORT" | grep -q . && return 0; sleep 0.25; done
-  tail -20 "$DP/run/rabbit.stdout" >&2
+  tail -n 20 "$DP/run/rabbit.stdout" >&2
   die "rabbitmq did not listen on $RABBIT_PORT within 60s"
 }
 
@@ -181,6 +181,17 @@ start_agent() { # start_agent NAME INI
   setsid "$DP/bin/$1" --config-file "$ETC/neutron.conf" --config-file "$ETC/dataplane.conf" --config-file "$DP/etc/$2" \
     --log-file "$DP/run/$1.log" >"$DP/run/$1.stdout" 2>&1 </dev/null 8>&- 9>&- &
   echo $! >"$DP/run/$1.pid"
+}
+
+# agent_logs: the agents' last lines. What an agent prints before its logging is set up (an
+# import error, a bad option) is only in its .stdout; tail takes one file per call with -n.
+agent_logs() {
+  local f
+  for f in "$DP"/run/{linuxbridge-agent,l3-agent}.{stdout,log}; do
+    [ -s "$f" ] || continue
+    echo "----- $f" >&2
+    tail -n 20 "$f" >&2 || true
+  done
 }
 
 # The node security group admits ICMP and the API ports from anywhere, as a shoot's would, and
@@ -256,13 +267,16 @@ up() {
   t=$(now)
   start_agent linuxbridge-agent linuxbridge_agent.ini
   start_agent l3-agent l3_agent.ini
-  local n=0
+  local n=0 a dead=""
   for _ in $(seq 1 240); do
     n=$(nt GET "/agents?host=$AGENT_HOST" | jq '[.agents[] | select(.alive)] | length')
     [ "$n" = 2 ] && break
+    # an agent that exited (a bad config, a missing module) will not report: stop waiting
+    for a in linuxbridge-agent l3-agent; do alive "$DP/run/$a.pid" "$DP/bin/$a" >/dev/null || dead+=" $a"; done
+    [ -z "$dead" ] || break
     sleep 0.5
   done
-  [ "$n" = 2 ] || { tail -20 "$DP/run/linuxbridge-agent.log" "$DP/run/l3-agent.log" >&2; die "agents not alive after 120s"; }
+  [ "$n" = 2 ] || { agent_logs; die "agents not alive${dead:+ (exited:$dead)}"; }
   log "agents alive in $(since "$t")s"
   provision
   # the router (made before the L3 agent existed) must be hosted: its namespace appears

@@ -6,7 +6,8 @@
 # The demo of the extension (`make demo` / `make demo-down`): a self-hosted shoot of three
 # real nodes (test/nodes: a network namespace each, with containerd, a kubelet, etcd and
 # kube-apiserver), the local Keystone + Neutron (hack/openstack.sh), the extension installed
-# from its Helm chart (the controller and the agents run as pods), the SelfHostedShootExposure
+# from the release artifacts of `make release-artifacts` (the chart archive and the images' OCI
+# layouts imported into the nodes' containerd; the controller and the agents run as pods), the SelfHostedShootExposure
 # of gardenadm init's step (Gardener v1.150.0's own code, port 443) and a live failover. The demo program (test/demo) runs in the background until `down`.
 #
 #   hack/demo.sh up                 build, start in the background, stream the progress until READY
@@ -141,11 +142,14 @@ up() {
     "$ROOT/hack/dataplane.sh" up
     flags+=(--front-door)
   fi
-  log "building the demo program (it builds the images itself)"
+  log "the release artifacts the demo installs from (make release-artifacts: OCI layouts and the chart in bin/release)"
+  make -C "$ROOT" --no-print-directory release-artifacts >"$DEMO/release-artifacts.log" 2>&1 ||
+    { tail -n 20 "$DEMO/release-artifacts.log" >&2; die "make release-artifacts failed (log: $DEMO/release-artifacts.log)"; }
+  log "building the demo program"
   (cd "$ROOT" && go build -o "$BIN/demo" ./test/demo)
 
   : >"$LOG" # a fresh log: follow_until must not find the READY of an earlier run
-  setsid "$BIN/demo" --state-dir "$DEMO" --openstack-env "$OS_ENV" --prefix "$PREFIX" "${flags[@]}" >"$LOG" 2>&1 </dev/null &
+  setsid "$BIN/demo" --state-dir "$DEMO" --openstack-env "$OS_ENV" --prefix "$PREFIX" --release "$ROOT/bin/release" "${flags[@]}" >"$LOG" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$PIDFILE"
   log "demo program started (pid $pid, log $LOG)"

@@ -4,34 +4,42 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # End-to-end test of the kube-vip exposure extension against a real OpenStack (devstack with
-# ML2/OVN or ML2/OVS) and a kind cluster standing in for the self-hosted shoot.
+# ML2/OVN or ML2/OVS) and a kind cluster of three control-plane nodes standing in for the
+# self-hosted shoot, with the extension installed from `make release-artifacts` (the chart
+# archive; the images' OCI layouts imported into the nodes' containerd, no registry).
 #
-# It cannot run on the development machine of this project (no Docker engine, no devstack);
-# it is meant for a host with Docker, kind, kubectl, helm, the `openstack` CLI and a
-# devstack on the same host (the CI workflow .github/workflows/e2e.yaml runs it on a
-# self-hosted runner).
+# It needs Docker, kind, kubectl, helm, the `openstack` CLI, Open vSwitch, jq, Go and a
+# devstack on the same host: .github/workflows/e2e-devstack.yaml runs it on a GitHub-hosted
+# runner, devstack installed by the job. The development machine of this project has no
+# Docker engine, so it has never run there; the same Neutron steps (ports, pairs, floating
+# IP, security groups, the sweep by tag) run here in the integration and dataplane tiers.
 #
-#   hack/e2e/e2e.sh up      # kind cluster, images, fake-VM NIC on the Neutron network, chart, Gardener objects
-#   hack/e2e/e2e.sh test    # SelfHostedShootExposure -> floating IP -> https://FIP:6443/readyz; then deletion
-#   hack/e2e/e2e.sh down    # removes everything `up` created (also after failures)
-#   hack/e2e/e2e.sh all     # up, test, down (down also when up or test fail)
+#   hack/e2e/e2e.sh up      # kind cluster, release images, a Neutron NIC per node, Gardener objects, chart
+#   hack/e2e/e2e.sh test    # SelfHostedShootExposure -> floating IP -> https://FIP:6443/readyz;
+#                           # failover (the holder node paused); then deletion
+#   hack/e2e/e2e.sh logs    # the cluster's and the extension's logs into .local/e2e/logs
+#   hack/e2e/e2e.sh down    # removes everything `up` created, then sweeps what the extension
+#                           # tagged with this cluster's identity (also after failures)
+#   hack/e2e/e2e.sh all     # up, test, down (logs and down also when up or test fail)
 #
 # Input (environment): the devstack credentials as the `openstack` CLI takes them
 # (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_USER_DOMAIN_NAME,
 # OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME; e.g. `source devstack/openrc demo demo`), and:
-#   E2E_NETWORK          tenant network of the "control-plane node"  (default: private)
-#   E2E_SUBNET           its subnet                                   (default: private-subnet)
+#   E2E_NETWORK          tenant network of the control-plane nodes    (default: private)
+#   E2E_SUBNET           its IPv4 subnet                               (default: private-subnet)
 #   E2E_ROUTER           router between it and the external network   (default: router1)
 #   E2E_FLOATING_POOL    external network for floating IPs            (default: public)
 #   E2E_OVS_BRIDGE       integration bridge of the devstack host      (default: br-int)
-#   E2E_NAME             name prefix of everything created            (default: kube-vip-e2e)
+#   E2E_NAME             name prefix of everything created; also the shoot's technical ID,
+#                        which tags the extension's Neutron resources  (default: kube-vip-e2e)
+#   E2E_NODES            control-plane nodes                           (default: 3)
 #   E2E_TIMEOUT          seconds to wait for ingress and readyz       (default: 300)
 #   E2E_BINDING_OPENRC   optional: a file to source (in a subshell) for credentials that may
 #                        bind a port to a host, as Nova's service user does on a real cloud.
 #
 # Everything the extension and this script do runs with the project (non-admin)
-# credentials: the node port is created without `--host`, because `binding:host_id` is
-# admin-only in Neutron's default policy. ML2/OVN claims the unbound port for the chassis
+# credentials: the node ports are created without `--host`, because `binding:host_id` is
+# admin-only in Neutron's default policy. ML2/OVN claims an unbound port for the chassis
 # whose OVS interface carries its iface-id, so that is enough there. ML2/OVS wires only
 # bound ports; set E2E_BINDING_OPENRC on such a host, and only the binding (the step Nova
 # does for a VM) uses those credentials.
@@ -45,62 +53,109 @@ ROUTER="${E2E_ROUTER:-router1}"
 FLOATING_POOL="${E2E_FLOATING_POOL:-public}"
 OVS_BRIDGE="${E2E_OVS_BRIDGE:-br-int}"
 TIMEOUT="${E2E_TIMEOUT:-300}"
+NODES="${E2E_NODES:-3}"
 STATE="${REPO_ROOT}/.local/e2e"
 KUBECONFIG_FILE="${STATE}/kubeconfig"
-NODE="${NAME}-control-plane"
+RELEASE_DIR="${REPO_ROOT}/bin/release"
+# the nodes' interface on the Neutron network, as the exposure's providerConfig names it
 NIC="kvnic0"
-TAG="e2e-$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo dev)"
-CONTROLLER_IMAGE="localhost/gardener-extension-kube-vip:${TAG}"
-AGENT_IMAGE="localhost/kube-vip-agent:${TAG}"
 RELEASE_NAMESPACE="extension-kube-vip"
+# the policy-routing table that sends what leaves from the node subnet (the VIP's replies
+# included) through the Neutron NIC instead of Docker's default route
+ROUTE_TABLE=4242
 
 log() { echo "[e2e] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 need() { for c in "$@"; do command -v "$c" >/dev/null || die "$c is required"; done; }
 
-gardener_dir() { (cd "$REPO_ROOT" && go list -m -f '{{.Dir}}' github.com/gardener/gardener); }
+nodes() { kind get nodes --name "$NAME" | sort; }
+
+# gardener_dir prints the module directory of the pinned Gardener; `go list -m` alone does not
+# download it, so a fresh runner would get an empty path.
+gardener_dir() { (cd "$REPO_ROOT" && go mod download -json github.com/gardener/gardener | jq -er .Dir); }
 
 up() {
-  need docker kind kubectl helm openstack go ovs-vsctl jq
+  need docker kind kubectl helm openstack go ovs-vsctl jq make
   [[ -n "${OS_AUTH_URL:-}" ]] || die "source the devstack credentials first (OS_AUTH_URL is empty)"
   mkdir -p "$STATE"
 
-  log "kind cluster ${NAME}"
+  log "kind cluster ${NAME} with ${NODES} control-plane nodes"
   if ! kind get clusters | grep -qx "$NAME"; then
-    kind create cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" --wait 120s
+    {
+      echo "kind: Cluster"
+      echo "apiVersion: kind.x-k8s.io/v1alpha4"
+      echo "nodes:"
+      for _ in $(seq 1 "$NODES"); do echo "- role: control-plane"; done
+    } >"$STATE/kind.yaml"
+    kind create cluster --name "$NAME" --config "$STATE/kind.yaml" --kubeconfig "$KUBECONFIG_FILE" --wait 180s
   fi
-  kc label node "$NODE" node-role.kubernetes.io/control-plane= --overwrite
 
-  log "images"
-  docker build -f "$REPO_ROOT/Dockerfile.controller" -t "$CONTROLLER_IMAGE" "$REPO_ROOT"
-  docker build -f "$REPO_ROOT/Dockerfile.agent" --build-arg VERSION="$TAG" -t "$AGENT_IMAGE" "$REPO_ROOT"
-  kind load docker-image --name "$NAME" "$CONTROLLER_IMAGE" "$AGENT_IMAGE"
+  log "release artifacts (make release-artifacts) into every node's containerd"
+  make -C "$REPO_ROOT" --no-print-directory release-artifacts
+  import_release_images
 
-  plug_node
+  security_group
+  local node
+  for node in $(nodes); do plug_node "$node"; done
   install_gardener_objects
 
-  log "extension chart"
-  helm upgrade --install kube-vip "$REPO_ROOT/charts/gardener-extension-kube-vip" \
+  # gardenadm creates Gardener's PriorityClasses on a self-hosted shoot before any extension;
+  # kind has none, and the chart's pods would be rejected.
+  kc create priorityclass gardener-system-900 --value=999998900 \
+    --description="PriorityClass for Gardener system components (as gardenadm creates it)" \
+    --dry-run=client -o yaml | kc apply -f -
+
+  log "extension chart from the release"
+  local chart
+  chart="$(ls "$RELEASE_DIR"/gardener-extension-kube-vip-*.tgz)"
+  helm upgrade --install kube-vip "$chart" \
     --kubeconfig "$KUBECONFIG_FILE" --namespace "$RELEASE_NAMESPACE" --create-namespace \
-    --set image.repository="${CONTROLLER_IMAGE%:*}" --set image.tag="$TAG" --set image.pullPolicy=Never \
-    --set agentImage.repository="${AGENT_IMAGE%:*}" --set agentImage.tag="$TAG" \
     --set gardener.selfHostedShootCluster=true --set logLevel=debug --wait --timeout 5m
 }
 
-# plug_node gives the kind node a NIC on the Neutron network, the way devstack plugs a VM:
-# a Neutron port of device_owner compute:nova bound to this host, an OVS internal interface
-# on the integration bridge with iface-id = the port's ID and the port's MAC, moved into the
-# kind node's network namespace with the port's fixed IP. For Neutron the node is then a VM
-# on that network, so the VIP (an allowed address pair of this port) and its floating IP
-# work as on a real cloud.
+# import_release_images loads each release image's OCI layout into every node's containerd
+# under the reference and the manifest digest its index names, as a pull from the registry
+# would: the chart's defaults and the controller's image vector then resolve without a registry.
+import_release_images() {
+  local layout ref node
+  for layout in "$RELEASE_DIR"/*/index.json; do
+    layout="$(dirname "$layout")"
+    ref="$(jq -er '.manifests[0].annotations["org.opencontainers.image.ref.name"]' "$layout/index.json")"
+    for node in $(nodes); do
+      tar -C "$layout" -cf - . | docker exec -i "$node" ctr -n k8s.io images import --base-name "${ref%:*}" --digests -
+    done
+    log "imported ${ref}@$(jq -r '.manifests[0].digest' "$layout/index.json")"
+  done
+}
+
+# security_group opens the nodes' ports as a shoot's security group does: the API port and
+# ICMP from anywhere, everything between the nodes (etcd, kubelet). The project's default
+# group admits only its own members, and the floating IP's traffic comes from the router.
+security_group() {
+  local sg="${NAME}-nodes"
+  if ! openstack security group show "$sg" >/dev/null 2>&1; then
+    openstack security group create "$sg" --description "kube-vip e2e nodes" >/dev/null
+    openstack security group rule create "$sg" --ingress --protocol tcp --dst-port 6443 --remote-ip 0.0.0.0/0 >/dev/null
+    openstack security group rule create "$sg" --ingress --protocol icmp --remote-ip 0.0.0.0/0 >/dev/null
+    openstack security group rule create "$sg" --ingress --protocol any --remote-group "$sg" >/dev/null
+  fi
+}
+
+# plug_node NODE gives the kind node a NIC on the Neutron network, the way devstack plugs a VM:
+# a Neutron port of device_owner compute:nova (in the nodes' security group), a veth whose host
+# end sits on the integration bridge with iface-id = the port's ID and whose other end, named
+# $NIC, carries the port's MAC, fixed IP and the network's MTU in the node's namespace. For
+# Neutron the node is then a VM on that network, so the VIP (an allowed address pair of this
+# port) and its floating IP work as on a real cloud. Replies from the node subnet (the VIP's
+# too) leave by $NIC: a policy route, since the node's default route is Docker's eth0.
 plug_node() {
-  log "Neutron port for ${NODE}"
-  local port_id mac ip prefix pid
-  port_id="$(openstack port show "${NAME}-node" -f value -c id 2>/dev/null || true)"
+  local node=$1 port_id mac ip cidr prefix gw mtu pid host_if
+  log "Neutron port for ${node}"
+  port_id="$(openstack port show "${node}" -f value -c id 2>/dev/null || true)"
   if [[ -z "$port_id" ]]; then
-    port_id="$(openstack port create "${NAME}-node" --network "$NETWORK" --fixed-ip subnet="$SUBNET" \
-      --device-owner compute:nova -f value -c id)"
+    port_id="$(openstack port create "${node}" --network "$NETWORK" --fixed-ip subnet="$SUBNET" \
+      --security-group "${NAME}-nodes" --device-owner compute:nova -f value -c id)"
   fi
   if [[ -n "${E2E_BINDING_OPENRC:-}" ]]; then
     log "binding the port to $(hostname) with the credentials of ${E2E_BINDING_OPENRC}"
@@ -108,29 +163,42 @@ plug_node() {
   fi
   mac="$(openstack port show "$port_id" -f json | jq -r .mac_address)"
   ip="$(openstack port show "$port_id" -f json | jq -r '.fixed_ips[0].ip_address')"
-  prefix="$(openstack subnet show "$SUBNET" -f value -c cidr | cut -d/ -f2)"
-  echo "$port_id" >"$STATE/node-port-id"
+  cidr="$(openstack subnet show "$SUBNET" -f value -c cidr)"
+  gw="$(openstack subnet show "$SUBNET" -f value -c gateway_ip)"
+  mtu="$(openstack network show "$NETWORK" -f value -c mtu)"
+  prefix="${cidr#*/}"
+  echo "$port_id" >>"$STATE/node-port-ids"
 
-  pid="$(docker inspect -f '{{.State.Pid}}' "$NODE")"
+  pid="$(docker inspect -f '{{.State.Pid}}' "$node")"
+  host_if="kv${port_id:0:11}"
   if ! nsenter -t "$pid" -n ip link show "$NIC" >/dev/null 2>&1; then
-    sudo ovs-vsctl --may-exist add-port "$OVS_BRIDGE" "$NIC" -- set Interface "$NIC" type=internal \
+    sudo ip link add "$host_if" mtu "$mtu" type veth peer name "${host_if}c" mtu "$mtu"
+    sudo ovs-vsctl --may-exist add-port "$OVS_BRIDGE" "$host_if" -- set Interface "$host_if" \
       external-ids:iface-id="$port_id" external-ids:iface-status=active external-ids:attached-mac="$mac"
-    sudo ip link set "$NIC" address "$mac"
-    sudo ip link set "$NIC" netns "$pid"
+    sudo ip link set "$host_if" up
+    sudo ip link set "${host_if}c" netns "$pid"
+    sudo nsenter -t "$pid" -n ip link set "${host_if}c" name "$NIC"
+    sudo nsenter -t "$pid" -n ip link set "$NIC" address "$mac" mtu "$mtu"
     sudo nsenter -t "$pid" -n ip addr add "${ip}/${prefix}" dev "$NIC"
     sudo nsenter -t "$pid" -n ip link set "$NIC" up
+    sudo nsenter -t "$pid" -n ip route replace "$cidr" dev "$NIC" table "$ROUTE_TABLE"
+    sudo nsenter -t "$pid" -n ip route replace default via "$gw" dev "$NIC" table "$ROUTE_TABLE"
+    sudo nsenter -t "$pid" -n ip rule add from "$cidr" lookup "$ROUTE_TABLE" priority 100
+    # loose reverse-path filtering: the clients behind the router are, for the main table,
+    # reached through eth0
+    sudo nsenter -t "$pid" -n sysctl -qw "net.ipv4.conf.${NIC}.rp_filter=2"
   fi
   # The controller finds a control-plane node's Neutron port by the Node's InternalIP, so
   # make the kubelet report the port's address (kind's default is the Docker bridge's).
-  docker exec "$NODE" sh -c "grep -q -- '--node-ip=${ip}' /var/lib/kubelet/kubeadm-flags.env || \
+  docker exec "$node" sh -c "grep -q -- '--node-ip=${ip}' /var/lib/kubelet/kubeadm-flags.env || \
     sed -i 's|^KUBELET_KUBEADM_ARGS=\"|KUBELET_KUBEADM_ARGS=\"--node-ip=${ip} |' /var/lib/kubelet/kubeadm-flags.env"
-  docker exec "$NODE" systemctl restart kubelet
+  docker exec "$node" systemctl restart kubelet
   local deadline=$((SECONDS + 120))
-  until kc get node "$NODE" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' | grep -qw "$ip"; do
-    (( SECONDS < deadline )) || die "node ${NODE} does not report InternalIP ${ip}"
+  until kc get node "$node" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' | grep -qw "$ip"; do
+    (( SECONDS < deadline )) || die "node ${node} does not report InternalIP ${ip}"
     sleep 2
   done
-  echo "$ip" >"$STATE/node-ip"
+  echo "${node} ${ip}" >>"$STATE/node-ips"
 }
 
 install_gardener_objects() {
@@ -185,6 +253,7 @@ spec:
     apiVersion: core.gardener.cloud/v1beta1
     kind: Shoot
     metadata: {name: ${NAME}, namespace: garden}
+    status: {technicalID: ${NAME}}
     spec:
       region: ${OS_REGION_NAME:-RegionOne}
       kubernetes: {version: 1.34.0}
@@ -192,8 +261,8 @@ spec:
         type: openstack
         workers:
         - name: control-plane
-          minimum: 1
-          maximum: 1
+          minimum: ${NODES}
+          maximum: ${NODES}
           machine: {type: m1.small}
           controlPlane:
             exposure:
@@ -226,9 +295,13 @@ JSON
 }
 
 test_exposure() {
-  need kubectl curl jq
-  local ip
-  ip="$(cat "$STATE/node-ip")"
+  need kubectl curl jq docker
+  local endpoints="" node ip
+  while read -r node ip; do
+    endpoints+="
+  - nodeName: ${node}
+    addresses: [{type: InternalIP, address: ${ip}}]"
+  done <"$STATE/node-ips"
   log "SelfHostedShootExposure"
   kc apply -f - <<YAML
 apiVersion: extensions.gardener.cloud/v1alpha1
@@ -238,24 +311,32 @@ spec:
   type: kube-vip
   port: 6443
   credentialsRef: {apiVersion: v1, kind: Secret, name: cloudprovider, namespace: kube-system}
-  endpoints:
-  - nodeName: ${NODE}
-    addresses: [{type: InternalIP, address: ${ip}}]
+  endpoints:${endpoints}
 YAML
 
-  log "waiting for status.ingress"
+  log "waiting for VIPHeld and status.ingress"
+  kc -n kube-system wait --for=condition=VIPHeld --timeout "${TIMEOUT}s" "selfhostedshootexposure/${NAME}" ||
+    { kc -n kube-system get selfhostedshootexposure "$NAME" -o yaml; die "no VIPHeld within ${TIMEOUT}s"; }
   local fip="" deadline=$((SECONDS + TIMEOUT))
   while [[ -z "$fip" ]]; do
     (( SECONDS < deadline )) || { kc -n kube-system get selfhostedshootexposure "$NAME" -o yaml; die "no ingress within ${TIMEOUT}s"; }
     fip="$(kc -n kube-system get selfhostedshootexposure "$NAME" -o jsonpath='{.status.ingress[0].ip}' 2>/dev/null || true)"
     sleep 3
   done
-  log "ingress ${fip}; probing https://${fip}:6443/readyz"
-  until [[ "$(curl -ks --max-time 3 "https://${fip}:6443/readyz" || true)" == "ok" ]]; do
-    (( SECONDS < deadline )) || { kc -n kube-system get pods -l app.kubernetes.io/name=kube-vip-agent -o wide; die "https://${fip}:6443/readyz does not answer ok"; }
-    sleep 2
-  done
-  log "the kube-apiserver answers on the floating IP"
+  readyz "$fip"
+  log "the kube-apiserver answers on the floating IP ${fip}"
+
+  local holder
+  holder="$(vip_holder)"
+  [[ -n "$holder" ]] || die "no node holds a second address on ${NIC}"
+  log "failover: pausing ${holder}, the node that holds the VIP"
+  docker pause "$holder"
+  readyz "$fip"
+  local new
+  new="$(vip_holder)"
+  docker unpause "$holder"
+  [[ -n "$new" && "$new" != "$holder" ]] || die "after pausing ${holder} the VIP is held by '${new}'"
+  log "${new} took the VIP over; the kube-apiserver answers on ${fip} again"
 
   log "deleting the exposure"
   kc -n kube-system delete selfhostedshootexposure "$NAME" --wait --timeout "${TIMEOUT}s"
@@ -265,29 +346,80 @@ YAML
   log "PASS"
 }
 
+# readyz FIP waits until the kube-apiserver answers ok through the floating IP.
+readyz() {
+  local deadline=$((SECONDS + TIMEOUT))
+  log "probing https://$1:6443/readyz"
+  until [[ "$(curl -ks --max-time 3 "https://$1:6443/readyz" || true)" == "ok" ]]; do
+    (( SECONDS < deadline )) || { kc -n kube-system get pods -l app.kubernetes.io/name=kube-vip-agent -o wide || true; die "https://$1:6443/readyz does not answer ok"; }
+    sleep 2
+  done
+}
+
+# vip_holder prints the running node whose $NIC carries a second IPv4 address (the VIP).
+vip_holder() {
+  local node
+  for node in $(nodes); do
+    [[ "$(docker inspect -f '{{.State.Status}}' "$node")" == running ]] || continue
+    if [[ "$(docker exec "$node" ip -4 -o addr show dev "$NIC" | wc -l)" -gt 1 ]]; then echo "$node"; return 0; fi
+  done
+}
+
+logs() {
+  local dir="$STATE/logs" node
+  mkdir -p "$dir"
+  kc -n "$RELEASE_NAMESPACE" logs deploy/gardener-extension-kube-vip --tail=-1 >"$dir/controller.log" 2>&1 || true
+  kc -n kube-system logs -l app.kubernetes.io/name=kube-vip-agent --prefix --tail=-1 >"$dir/agents.log" 2>&1 || true
+  kc -n kube-system get selfhostedshootexposures -o yaml >"$dir/exposures.yaml" 2>&1 || true
+  kc get pods -A -o wide >"$dir/pods.txt" 2>&1 || true
+  kc get events -A >"$dir/events.txt" 2>&1 || true
+  for node in $(nodes 2>/dev/null); do
+    docker exec "$node" sh -c "ip addr; ip rule; ip route show table all" >"$dir/${node}-net.txt" 2>&1 || true
+  done
+  openstack port list --long -f yaml >"$dir/neutron-ports.yaml" 2>&1 || true
+  openstack floating ip list --long -f yaml >"$dir/neutron-fips.yaml" 2>&1 || true
+  log "logs in ${dir}"
+}
+
 down() {
   log "cleaning up"
   if [[ -f "$KUBECONFIG_FILE" ]] && kind get clusters 2>/dev/null | grep -qx "$NAME"; then
+    local node
+    for node in $(nodes); do docker unpause "$node" >/dev/null 2>&1 || true; done
     kc -n kube-system delete selfhostedshootexposure "$NAME" --ignore-not-found --wait --timeout "${TIMEOUT}s" || \
-      log "exposure deletion did not finish; Neutron resources tagged by the extension may remain"
+      log "exposure deletion did not finish; sweeping the Neutron resources tagged by the extension"
     helm uninstall kube-vip --kubeconfig "$KUBECONFIG_FILE" --namespace "$RELEASE_NAMESPACE" --wait || true
   fi
   kind delete cluster --name "$NAME" || true
-  sudo ovs-vsctl --if-exists del-port "$OVS_BRIDGE" "$NIC" || true
-  if [[ -f "$STATE/node-port-id" ]]; then
-    openstack port delete "$(cat "$STATE/node-port-id")" || true
+  # The sweep: what the extension tagged with this cluster's identity (the technical ID).
+  local tag="kube-vip-cluster=${NAME}" id port_id host_if
+  for id in $(openstack floating ip list --tags "$tag" -f value -c ID 2>/dev/null); do
+    log "sweeping floating IP ${id}"; openstack floating ip delete "$id" || true
+  done
+  for id in $(openstack port list --tags "$tag" -f value -c ID 2>/dev/null); do
+    log "sweeping port ${id}"; openstack port delete "$id" || true
+  done
+  if [[ -f "$STATE/node-port-ids" ]]; then
+    while read -r port_id; do
+      host_if="kv${port_id:0:11}"
+      sudo ovs-vsctl --if-exists del-port "$OVS_BRIDGE" "$host_if" || true
+      sudo ip link del "$host_if" 2>/dev/null || true
+      openstack port delete "$port_id" || true
+    done <"$STATE/node-port-ids"
   fi
-  rm -rf "$STATE"
+  openstack security group delete "${NAME}-nodes" 2>/dev/null || true
+  rm -rf "$STATE/node-port-ids" "$STATE/node-ips" "$STATE/kubeconfig" "$STATE/kind.yaml"
 }
 
 case "${1:-}" in
   up) up ;;
   test) test_exposure ;;
+  logs) logs ;;
   down) down ;;
   all)
-    trap down EXIT
+    trap 'rc=$?; [[ $rc = 0 ]] || logs; down; exit $rc' EXIT
     up
     test_exposure
     ;;
-  *) echo "usage: $0 up|test|down|all" >&2; exit 2 ;;
+  *) echo "usage: $0 up|test|logs|down|all" >&2; exit 2 ;;
 esac

@@ -94,7 +94,7 @@ func (d *demo) up(ctx context.Context) error {
 		return err
 	}
 
-	d.out.Step(3, "The extension as an operator installs it: the Gardener objects gardenadm creates, then the Helm chart")
+	d.out.Step(3, "The extension as an operator installs it from the release artifacts (make release-artifacts): the Gardener objects gardenadm creates, then the chart archive")
 	if err := d.install(ctx); err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (d *demo) startCluster(ctx context.Context) error {
 		opts.NIC = dp.NIC(d.osEnv.NodePortIDs)
 		d.out.Printf("each node's NIC is its Neutron machine port, plugged as Nova plugs a VM (port security on, bridge %s of the linuxbridge agent)", dp.NodeBridge)
 	}
-	d.out.Printf("building the images (controller, agent, sandbox) with go-containerregistry, starting the namespaces, containerd, kubelets ...")
+	d.out.Printf("building the cluster's images (sandbox; controller and agent for the other tiers) with go-containerregistry, starting the namespaces, containerd, kubelets ...")
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	c, err := nodes.New(startCtx, opts)
@@ -227,7 +227,15 @@ func (d *demo) kubectl(ctx context.Context, args ...string) error {
 // install creates the Gardener objects and installs the chart, and waits for the
 // controller pod.
 func (d *demo) install(ctx context.Context) error {
-	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID, Log: d.log.WithName("gardenadm")})
+	release, err := extension.LoadRelease(d.opts.release)
+	if err != nil {
+		return err
+	}
+	for _, img := range release.Images {
+		d.out.Printf("release image %s@%s (OCI layout %s), imported into each node's containerd", img.Ref, img.Digest, img.Layout)
+	}
+	d.out.Printf("release chart %s, rendered with its own image defaults", release.Chart)
+	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID, Log: d.log.WithName("gardenadm"), Release: release})
 	if ext != nil {
 		d.ext = ext
 	}
@@ -236,7 +244,7 @@ func (d *demo) install(ctx context.Context) error {
 	}
 	d.out.Printf("Gardener CRDs; in kube-system: Cluster (technical ID %s; the Shoot's exposure providerConfig names the VIP and the agents' interface), Infrastructure (network, router, floating pool %q), Secret %s (application credential)",
 		d.opts.technicalID, d.osEnv.ExternalNetworkName, framework.CloudProviderSecretName)
-	d.out.Printf("chart rendered with gardener's chartrenderer (self-hosted values) and applied: the controller as Deployment %s/%s with the chart's RBAC",
+	d.out.Printf("chart archive rendered with gardener's chartrenderer (self-hosted values, no image values) and applied: the controller as Deployment %s/%s with the chart's RBAC",
 		extension.ReleaseNamespace, extension.ReleaseName)
 	var d0 *appsv1.Deployment
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -251,7 +259,8 @@ func (d *demo) install(ctx context.Context) error {
 		return fmt.Errorf("the controller pod did not become Ready: %w", err)
 	}
 	d.out.Printf("controller Ready (image %s)", d0.Spec.Template.Spec.Containers[0].Image)
-	return d.kubectl(ctx, "-n", extension.ReleaseNamespace, "get", "pods", "-o", "wide")
+	return d.kubectl(ctx, "-n", extension.ReleaseNamespace, "get", "pods", "-o",
+		"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,IMAGE:.status.containerStatuses[0].image,IMAGE-ID:.status.containerStatuses[0].imageID")
 }
 
 // down stops what up started, newest first: the exposure (through the controller, which

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
+	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
@@ -63,8 +64,9 @@ func (o *output) read(t *testing.T, f *os.File) {
 const testPrefix = "kvdt-"
 
 // TestDemoEndToEnd runs the demo program as `make demo` does, against the local OpenStack
-// and the real-node cluster: it must come up with the controller and the agents as pods
-// under containerd (3/3 Ready, agents with exactly NET_ADMIN and NET_RAW), create the
+// and the real-node cluster, installed from the artifacts of make release-artifacts (the
+// running pods' images are the OCI layouts' references and manifest digests): it must come
+// up with the controller and the agents as pods under containerd (3/3 Ready, agents with exactly NET_ADMIN and NET_RAW), create the
 // exposure with Gardener's code in gardenadm's layout (port 443), show the DNS value that
 // Gardener computed from the floating IP and reach /readyz through it, fail over with a measured outage, write env.sh, and on SIGTERM release
 // every Neutron resource and leave no namespace, process, mount or cgroup behind.
@@ -88,9 +90,21 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Fatalf("go build ./test/demo: %v: %s", err, out)
 	}
 
+	// The demo installs what an operator gets: the artifacts of make release-artifacts.
+	releaseDir := filepath.Join(root, "bin", "release")
+	mk := exec.Command("make", "--no-print-directory", "release-artifacts")
+	mk.Dir = root
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make release-artifacts: %v: %s", err, out)
+	}
+	release, err := extension.LoadRelease(releaseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	neutron := neutronClient(t, osEnv)
 	args := []string{"--state-dir", state, "--openstack-env", envFile, "--prefix", testPrefix,
-		"--technical-id", testTechnicalID, "--failover-probing", "5s"}
+		"--technical-id", testTechnicalID, "--failover-probing", "5s", "--release", releaseDir}
 	// With hack/dataplane.sh's dataplane up (make test-dataplane), the demo walks the front
 	// door as make demo does; without it (make test-integration), the VIP on a plain LAN.
 	dpCtx, dpCancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -234,6 +248,39 @@ func TestDemoEndToEnd(t *testing.T) {
 		"-n", "kube-system", "get", "daemonset", "kube-vip-agent", "-o", "jsonpath={.status.numberReady}/{.status.desiredNumberScheduled}").CombinedOutput()
 	if err != nil || string(ready) != "3/3" {
 		t.Errorf("kubectl get ds with env.sh: %q (%v), want 3/3 ready", ready, err)
+	}
+	// The running pods are the release's images: the reference the chart and the embedded
+	// image vector name, and the manifest digest of the OCI layout.
+	kubectl := func(args ...string) string {
+		t.Helper()
+		full := append([]string{"netns", "exec", env["DEMO_NODE_NS"], env["KUBECTL"], "--kubeconfig", env["KUBECONFIG"]}, args...)
+		b, err := exec.CommandContext(ctx, "ip", full...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v: %s", args, err, b)
+		}
+		return string(b)
+	}
+	running := map[string][]string{}
+	for _, ns := range []string{"kube-system", extension.ReleaseNamespace} {
+		lines := kubectl("-n", ns, "get", "pods", "-o", `jsonpath={range .items[*].status.containerStatuses[*]}{.image}{" "}{.imageID}{"\n"}{end}`)
+		for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+			if ref, imageID, ok := strings.Cut(line, " "); ok {
+				running[ref] = append(running[ref], imageID)
+			}
+		}
+	}
+	for name, want := range map[string]int{"gardener-extension-kube-vip": 1, "kube-vip-agent": 3} {
+		img := release.Images[name]
+		ids := running[img.Ref]
+		if len(ids) != want {
+			t.Errorf("%d containers run %s, want %d (running: %v)", len(ids), img.Ref, want, running)
+		}
+		repo := img.Ref[:strings.LastIndex(img.Ref, ":")]
+		for _, id := range ids {
+			if id != repo+"@"+img.Digest {
+				t.Errorf("a container of %s runs image %s, want the release's %s@%s", img.Ref, id, repo, img.Digest)
+			}
+		}
 	}
 	if n := len(namespacesWithPrefix(id)); n != 5 {
 		t.Errorf("want 5 namespaces (bridge, 3 nodes, client) of the running demo, have %v", namespacesWithPrefix(id))

@@ -41,6 +41,7 @@ type options struct {
 	openstackEnv    string
 	prefix          string
 	technicalID     string
+	release         string
 	frontDoor       bool
 	failoverProbing time.Duration
 	teardownTimeout time.Duration
@@ -53,13 +54,14 @@ func parseFlags() (*options, error) {
 	fs.StringVar(&o.openstackEnv, "openstack-env", ".local/openstack/env.sh", "env file written by hack/openstack.sh up")
 	fs.StringVar(&o.prefix, "prefix", "kvd-", "name prefix of the network namespaces")
 	fs.StringVar(&o.technicalID, "technical-id", "kube-vip-demo", "the shoot's technical ID; names and tags the Neutron resources")
+	fs.StringVar(&o.release, "release", "bin/release", "what make release-artifacts wrote: the chart archive and the images' OCI layouts the extension is installed from")
 	fs.BoolVar(&o.frontDoor, "front-door", false, "plug the nodes into their Neutron ports of hack/dataplane.sh and walk the front door: the floating IP from the external client namespace, through the Neutron router")
 	fs.DurationVar(&o.failoverProbing, "failover-probing", 8*time.Second, "how long the prober runs around the live failover")
 	fs.DurationVar(&o.teardownTimeout, "teardown-timeout", 4*time.Minute, "bound for the teardown after SIGTERM")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return nil, err
 	}
-	for _, p := range []*string{&o.stateDir, &o.openstackEnv} {
+	for _, p := range []*string{&o.stateDir, &o.openstackEnv, &o.release} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -88,6 +89,16 @@ func (d *demo) proveFrontDoor(ctx context.Context) error {
 	cfg.Host = "https://" + d.dns
 	cfg.ServerName = h.VIP().String()
 	cfg.Dial = d.outside.DialContext
+	// The L3 agent applies the floating IP after the exposure is Succeeded (its status goes
+	// from DOWN to ACTIVE): wait until the router answers for it.
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return dataplane.Ping(ctx, d.dp.ClientNS, d.dns, time.Second), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the floating IP %s does not answer ping from %s within a minute: %w", d.dns, d.dp.ClientNS, err)
+	}
+	d.out.Printf("the floating IP answers ping from outside after %s (the L3 agent applied it)", time.Since(start).Round(100*time.Millisecond))
 	if err := d.callAPI(ctx, cfg, fmt.Sprintf("%s (%s, outside)", d.dp.ClientNS, d.dp.ClientIP), "FRONT DOOR: GET"); err != nil {
 		return err
 	}

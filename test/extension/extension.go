@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +71,10 @@ type Options struct {
 	TechnicalID string
 	// Log receives the lines of Gardener's exposure component.
 	Log logr.Logger
+	// Release, if set, is what the extension is installed from, as an operator does: its
+	// images imported into the nodes' containerd and its chart archive with the chart's own
+	// image defaults. Without it, the chart from the sources with the cluster's images.
+	Release *Release
 }
 
 // Extension is the installed extension.
@@ -85,6 +91,7 @@ type Extension struct {
 	// Gardenadm deploys, re-deploys and destroys the exposure with Gardener's code.
 	Gardenadm *framework.Gardenadm
 	forward   *loopbackForwarder
+	release   *Release
 }
 
 // Install installs the extension: the loopback bridge to Keystone and Neutron in every
@@ -92,7 +99,7 @@ type Extension struct {
 // error the returned Extension (when not nil) holds what was started, for Teardown.
 func Install(ctx context.Context, opts Options) (*Extension, error) {
 	c := opts.Cluster
-	e := &Extension{cluster: c, OpenStack: opts.OpenStack, TechnicalID: opts.TechnicalID}
+	e := &Extension{cluster: c, OpenStack: opts.OpenStack, TechnicalID: opts.TechnicalID, release: opts.Release}
 	osEnv := opts.OpenStack
 	factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
 	creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
@@ -138,6 +145,12 @@ func Install(ctx context.Context, opts Options) (*Extension, error) {
 	}
 	// Gardener's 5 s between reads while it waits would only slow the tests down.
 	e.Gardenadm = &framework.Gardenadm{Client: e.Client, Log: opts.Log, WaitInterval: time.Second}
+	if opts.Release != nil {
+		if err := opts.Release.Import(ctx, c); err != nil {
+			return e, err
+		}
+		return e, e.applyChart(ctx, nil)
+	}
 	if err := e.InstallChart(ctx, c.ImageRef("kube-vip-agent")); err != nil {
 		return e, err
 	}
@@ -206,27 +219,43 @@ func (e *Extension) Exposure(ctx context.Context) (*extensionsv1alpha1.SelfHoste
 // host network; this cluster has no kube-proxy, so the in-cluster config is pointed at the
 // node-local kube-apiserver. Applying it again with another agentImage is an upgrade.
 func (e *Extension) InstallChart(ctx context.Context, agentImage string) error {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		return err
-	}
-	archive, err := gen.PackageChart(root + "/" + gen.ChartDir)
-	if err != nil {
-		return fmt.Errorf("packaging the chart: %w", err)
+	repo, tag := splitRef(e.cluster.ImageRef("gardener-extension-kube-vip"))
+	agentRepo, agentTag := splitRef(agentImage)
+	return e.applyChart(ctx, map[string]any{
+		"image":      map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
+		"agentImage": map[string]any{"repository": agentRepo, "tag": agentTag},
+	})
+}
+
+// applyChart renders the chart (the release's archive, else the sources packaged) with the
+// self-hosted values plus the given ones, and applies it.
+func (e *Extension) applyChart(ctx context.Context, images map[string]any) error {
+	var archive []byte
+	if e.release != nil {
+		b, err := os.ReadFile(e.release.Chart)
+		if err != nil {
+			return fmt.Errorf("reading the release's chart: %w", err)
+		}
+		archive = b
+	} else {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			return err
+		}
+		if archive, err = gen.PackageChart(root + "/" + gen.ChartDir); err != nil {
+			return fmt.Errorf("packaging the chart: %w", err)
+		}
 	}
 	renderer, err := chartrenderer.NewForConfig(e.cluster.Net().Nodes()[0].RESTConfig())
 	if err != nil {
 		return err
 	}
-	repo, tag := splitRef(e.cluster.ImageRef("gardener-extension-kube-vip"))
-	agentRepo, agentTag := splitRef(agentImage)
 	values := map[string]any{
-		"image":       map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
-		"agentImage":  map[string]any{"repository": agentRepo, "tag": agentTag},
 		"logLevel":    "debug",
 		"usablePorts": []any{18080, 18081},
 		"gardener":    map[string]any{"selfHostedShootCluster": true},
 	}
+	maps.Copy(values, images)
 	chart, err := renderer.RenderArchive(archive, ReleaseName, ReleaseNamespace, values)
 	if err != nil {
 		return fmt.Errorf("rendering the chart: %w", err)

@@ -5,7 +5,6 @@
 package netns
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,6 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // keyPair is a certificate with its key.
@@ -38,6 +40,10 @@ type pki struct {
 // servingNames are the DNS names in the apiservers' certificate.
 var servingNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 
+// newPKI writes the control plane's CA, serving and admin certificates and the service
+// account key. client-go's util/cert makes the CA and encodes; it has no helper for a
+// certificate signed by a CA, and gardener's secrets utilities make only 3072-bit RSA keys
+// (seconds per harness on a loaded machine), hence issue.
 func newPKI(dir string, ips []netip.Addr) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki directory: %w", err)
@@ -51,126 +57,95 @@ func newPKI(dir string, ips []netip.Addr) (*pki, error) {
 		adminCert:   filepath.Join(dir, "admin.crt"),
 		adminKey:    filepath.Join(dir, "admin.key"),
 	}
-	ca, err := issue(certRequest{cn: "kvt-ca", isCA: true})
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("CA key: %w", err)
 	}
-	p.ca = ca
+	caCert, err := cert.NewSelfSignedCACert(cert.Config{CommonName: "kvt-ca"}, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	p.ca = keyPair{cert: caCert, key: caKey}
 	netIPs := []net.IP{net.IPv4(127, 0, 0, 1)}
 	for _, a := range ips {
 		netIPs = append(netIPs, a.AsSlice())
 	}
-	serving, err := issue(certRequest{cn: "kube-apiserver", dns: servingNames, ips: netIPs, server: true, parent: &ca})
+	serving, err := p.issue(cert.Config{CommonName: "kube-apiserver", AltNames: cert.AltNames{DNSNames: servingNames, IPs: netIPs},
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	if err != nil {
 		return nil, err
 	}
-	admin, err := issue(certRequest{cn: "kvt-admin", org: []string{"system:masters"}, parent: &ca})
+	admin, err := p.issue(cert.Config{CommonName: "kvt-admin", Organization: []string{"system:masters"},
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		return nil, err
 	}
-	sa, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	saKeyPEM, err := keyutil.MakeEllipticPrivateKeyPEM()
 	if err != nil {
 		return nil, fmt.Errorf("service account key: %w", err)
 	}
-
-	if p.caPEM, err = writeCert(p.caFile, ca.cert); err != nil {
-		return nil, err
-	}
-	if _, err = writeCert(p.servingCert, serving.cert); err != nil {
-		return nil, err
-	}
-	if _, err = writeKey(p.servingKey, serving.key); err != nil {
-		return nil, err
-	}
-	if p.adminCertPEM, err = writeCert(p.adminCert, admin.cert); err != nil {
-		return nil, err
-	}
-	if p.adminKeyPEM, err = writeKey(p.adminKey, admin.key); err != nil {
-		return nil, err
-	}
-	if _, err = writeKey(p.saKey, sa); err != nil {
-		return nil, err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(sa.Public())
+	saPub, err := keyutil.ParsePublicKeysPEM(saKeyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("service account public key: %w", err)
 	}
-	if err := os.WriteFile(p.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", p.saPub, err)
+	saPubDER, err := x509.MarshalPKIXPublicKey(saPub[0])
+	if err != nil {
+		return nil, fmt.Errorf("service account public key: %w", err)
+	}
+	saPubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})
+
+	p.caPEM = certPEM(caCert)
+	servingKeyPEM, err := keyutil.MarshalPrivateKeyToPEM(serving.key)
+	if err != nil {
+		return nil, err
+	}
+	p.adminCertPEM = certPEM(admin.cert)
+	if p.adminKeyPEM, err = keyutil.MarshalPrivateKeyToPEM(admin.key); err != nil {
+		return nil, err
+	}
+	for path, data := range map[string][]byte{
+		p.caFile: p.caPEM, p.servingCert: certPEM(serving.cert), p.servingKey: servingKeyPEM,
+		p.adminCert: p.adminCertPEM, p.adminKey: p.adminKeyPEM, p.saKey: saKeyPEM, p.saPub: saPubPEM,
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", path, err)
+		}
 	}
 	return p, nil
 }
 
-type certRequest struct {
-	cn     string
-	org    []string
-	dns    []string
-	ips    []net.IP
-	isCA   bool
-	server bool
-	parent *keyPair // nil: self-signed
-}
-
-func issue(req certRequest) (keyPair, error) {
+// issue makes a certificate of cfg, signed by the CA, valid for a week.
+func (p *pki) issue(cfg cert.Config) (keyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return keyPair{}, fmt.Errorf("key for %s: %w", req.cn, err)
+		return keyPair{}, fmt.Errorf("key for %s: %w", cfg.CommonName, err)
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		return keyPair{}, fmt.Errorf("serial for %s: %w", req.cn, err)
+		return keyPair{}, fmt.Errorf("serial for %s: %w", cfg.CommonName, err)
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: req.cn, Organization: req.org},
+		Subject:      pkix.Name{CommonName: cfg.CommonName, Organization: cfg.Organization},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(7 * 24 * time.Hour),
-		DNSNames:     req.dns,
-		IPAddresses:  req.ips,
+		DNSNames:     cfg.AltNames.DNSNames,
+		IPAddresses:  cfg.AltNames.IPs,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  cfg.Usages,
 	}
-	switch {
-	case req.isCA:
-		tmpl.IsCA = true
-		tmpl.BasicConstraintsValid = true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-	case req.server:
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	default:
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	parent, signer := tmpl, crypto.Signer(key)
-	if req.parent != nil {
-		parent, signer = req.parent.cert, req.parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), signer)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca.cert, key.Public(), p.ca.key)
 	if err != nil {
-		return keyPair{}, fmt.Errorf("certificate %s: %w", req.cn, err)
+		return keyPair{}, fmt.Errorf("certificate %s: %w", cfg.CommonName, err)
 	}
-	cert, err := x509.ParseCertificate(der)
+	c, err := x509.ParseCertificate(der)
 	if err != nil {
-		return keyPair{}, fmt.Errorf("parsing certificate %s: %w", req.cn, err)
+		return keyPair{}, fmt.Errorf("parsing certificate %s: %w", cfg.CommonName, err)
 	}
-	return keyPair{cert: cert, key: key}, nil
+	return keyPair{cert: c, key: key}, nil
 }
 
-func writeCert(path string, cert *x509.Certificate) ([]byte, error) {
-	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
-	}
-	return b, nil
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("marshalling key %s: %w", path, err)
-	}
-	b := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
-	}
-	return b, nil
+func certPEM(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: c.Raw})
 }

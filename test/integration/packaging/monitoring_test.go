@@ -182,3 +182,36 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricTablesComplete: the agent's metric tables of docs/operations.md and docs/agent.md
+// list exactly the metrics agent/metrics.go exports.
+func TestMetricTablesComplete(t *testing.T) {
+	root := repoRoot(t)
+	exported := map[string]bool{}
+	for name := range exportedMetrics(t, root) {
+		if strings.HasPrefix(name, "kube_vip_agent_") {
+			exported[name] = true
+		}
+	}
+	row := regexp.MustCompile("(?m)^\\| `(kube_vip_agent_[a-z_]+)")
+	for _, doc := range []string{"operations.md", "agent.md"} {
+		b, err := os.ReadFile(filepath.Join(root, "docs", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]bool{}
+		for _, m := range row.FindAllSubmatch(b, -1) {
+			listed[string(m[1])] = true
+		}
+		for name := range exported {
+			if !listed[name] {
+				t.Errorf("docs/%s: the agent's metric table lacks %s", doc, name)
+			}
+		}
+		for name := range listed {
+			if !exported[name] {
+				t.Errorf("docs/%s lists %s, which agent/metrics.go does not export", doc, name)
+			}
+		}
+	}
+}
