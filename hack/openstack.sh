@@ -111,6 +111,10 @@ key_repository = $RUN/credential-keys
 EOF
   # No uwsgi threads: keystone's sqlite connections must stay in the thread that made them,
   # else they leak and the database locks up.
+  # http-socket closes the connection after every response without saying so: a client that
+  # reuses it races the close and gets its POST or DELETE reset (Go does not retry those).
+  # "Connection: close" tells the clients; keep-alive (http11-socket) would tie a worker of
+  # the two to each idle client.
   cat >"$ETC/keystone-uwsgi.ini" <<EOF
 [uwsgi]
 plugins = python3
@@ -123,6 +127,7 @@ lazy-apps = true
 die-on-term = true
 no-orphans = true
 buffer-size = 65535
+add-header = Connection: close
 need-app = true
 EOF
 }

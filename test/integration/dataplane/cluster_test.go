@@ -124,6 +124,8 @@ type frontDoor struct {
 	stopController func()
 	// startController starts it again after stopController.
 	startController func() error
+	// agentImage is the agent image the controller deploys, as the chart passes it.
+	agentImage string
 }
 
 // scenario returns the cluster, bringing it up on first use, and a context for one test.
@@ -157,7 +159,7 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	}
 	fmt.Fprintf(os.Stderr, "dataplane: cluster on Neutron ports up in %s\n", time.Since(start).Round(time.Millisecond))
 	f := &frontDoor{dp: dp, cluster: c, neutron: openstack.NewNetwork(dp.Admin), identity: framework.UniqueTechnicalID("kvdp-"),
-		ctrlLog: filepath.Join(c.Net().Dir(), "controller.log")}
+		ctrlLog: filepath.Join(c.Net().Dir(), "controller.log"), agentImage: c.ImageRef("kube-vip-agent")}
 	var done func()
 	if f.client, done, err = c.Net().ClientIn(dp.ClientNS); err != nil {
 		return nil, err
@@ -224,7 +226,7 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	f.metrics = openstack.NewMetrics(prometheus.NewRegistry())
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
 		ClientFactory:        openstack.NewClientFactory(openstack.FactoryOptions{Metrics: f.metrics}),
-		AgentImage:           f.cluster.ImageRef("kube-vip-agent"),
+		AgentImage:           f.agentImage,
 		Dial:                 f.cluster.Net().Nodes()[0].DialContext,
 		AgentRefreshInterval: time.Second,
 		MinBackoff:           time.Second,
