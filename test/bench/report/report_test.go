@@ -52,7 +52,7 @@ func TestTables(t *testing.T) {
 		"1 (cap 15.00s)",                   // kube-vip never moved
 		"goal <= 0.15s, no 2 holders",      //
 		"ref never moves",                  //
-		"ARP X,Y,X  on revert  x kube-vip", // header aligned with the rows
+		"ARP X,Y,X  on revert  moves  x kube-vip", // header aligned with the rows
 		"29.0 MB",                          // binary
 	} {
 		if !strings.Contains(out, want) {

@@ -184,3 +184,9 @@ func (k Keepalived) Prepare(c Cluster, i int, dir string) (Command, error) {
 		Stale: pids,
 	}, nil
 }
+
+// Previous implements Rollable. Only one release is built here, so the roll restarts
+// the same one node by node: what any DaemonSet roll costs it.
+func (k Keepalived) Previous(c Cluster, i int, dir string) (Command, error) {
+	return k.Prepare(c, i, dir)
+}
