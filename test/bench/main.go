@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -54,6 +55,9 @@ type options struct {
 	soak            int
 	dataplane       bool
 	previous        string
+	ipv6            string
+	ipv6Scenarios   string
+	ipv6PeerRuns    int
 }
 
 func main() {
@@ -75,6 +79,10 @@ func main() {
 	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
 	flag.StringVar(&o.previous, "previous-release", "main", "git revision of the previous agent release for the rolling-update scenario (built once into bin/bench/previous/); "+
 		"if its tree is this checkout's HEAD tree, its first parent; empty: ours does not roll")
+	flag.StringVar(&o.ipv6, "ipv6", "ours,kube-vip defaults,keepalived tuned", "systems measured again with an IPv6 VIP (2001:2::100 on 2001:2::/64) on a second harness after the IPv4 tables; empty: none "+
+		"(keepalived guide is VRRPv2, IPv4 only)")
+	flag.IntVar(&o.ipv6PeerRuns, "ipv6-peer-runs", 4, "runs per scenario of the IPv6 rows of kube-vip and keepalived (time budget); ours runs -runs")
+	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze", "scenarios of the IPv6 rows")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -176,8 +184,14 @@ func run(ctx context.Context, o options) error {
 		}
 		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, baseline))
 	}
+	if o.ipv6 != "" && ctx.Err() == nil {
+		if err := benchIPv6(ctx, log, o, bins, res, work); err != nil {
+			res.Notes = append(res.Notes, "IPv6 rows failed: "+err.Error())
+			log.Error(err, "IPv6 rows")
+		}
+	}
 	res.Duration = time.Since(started)
-	res.Notes = notes(o, bins.previousRev)
+	res.Notes = append(notes(o, bins.previousRev), res.Notes...)
 
 	fmt.Println()
 	if err := report.PrintFailover(os.Stdout, res); err != nil {
@@ -463,3 +477,59 @@ func rollNote(o options, prev string) string {
 		ours + "; kube-vip and keepalived restart the same release (one release of each is built here): what a DaemonSet roll costs them; " +
 		"'no failover' = runs in which the client could not reach the VIP 3s after the last node; moves = times the VIP came to rest on another node"
 }
+
+// ipv6System is a system measured with the IPv6 VIP, named apart from its IPv4 rows.
+type ipv6System struct{ sut.System }
+
+func (s ipv6System) Name() string { return s.System.Name() + report.IPv6Suffix }
+
+// benchIPv6 measures the -ipv6 systems on a second harness whose VIP is IPv6, and adds
+// their rows to res.
+func benchIPv6(ctx context.Context, log logr.Logger, o options, bins binaries, res *report.Results, work string) error {
+	v4 := o
+	v4.systems, v4.previous = o.ipv6, ""
+	bins.previousAgent = ""
+	systems, err := selectSystems(v4, bins)
+	if err != nil {
+		return err
+	}
+	scenarios, err := selectScenarios(o.ipv6Scenarios)
+	if err != nil {
+		return err
+	}
+	log.Info("starting the IPv6 netns harness", "vip", ipv6VIP)
+	h, err := netns.New(ctx, netns.Options{Prefix: "kvb6-", ControlPlane: true, Subnet6: ipv6Subnet, VIP: ipv6VIP,
+		Log: log.WithName("netns6").V(1)})
+	if h != nil {
+		defer func() {
+			if cerr := h.Close(); cerr != nil {
+				log.Error(cerr, "closing the IPv6 harness")
+			}
+		}()
+	}
+	if err != nil {
+		return fmt.Errorf("IPv6 netns harness: %w", err)
+	}
+	r := runner.New(h, runner.Options{Log: log})
+	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
+	if err != nil {
+		return fmt.Errorf("IPv6 baseline: %w", err)
+	}
+	for _, ps := range systems {
+		if ctx.Err() != nil {
+			break
+		}
+		if ps.sys.Name() != report.Ours {
+			ps.runs = func(string) int { return o.ipv6PeerRuns }
+		}
+		ps.sys = ipv6System{ps.sys}
+		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, baseline))
+	}
+	return nil
+}
+
+// The IPv6 rows' LAN and VIP: the benchmarking range 2001:2::/48 only.
+var (
+	ipv6Subnet = netip.MustParsePrefix("2001:2::/64")
+	ipv6VIP    = netip.MustParseAddr("2001:2::100")
+)

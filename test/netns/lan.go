@@ -63,6 +63,17 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 	}
 	for _, ep := range h.bridged(eps) {
 		cmds := fmt.Sprintf("link set lo up\naddr add %s/%d dev eth0\nlink set eth0 up\n", ep.addr, bits)
+		if h.opts.Subnet6.IsValid() {
+			host := ep.addr.As4()[3]
+			cmds += fmt.Sprintf("addr add %s/%d dev eth0 nodad\n", hostAddr6(h.opts.Subnet6, host), h.opts.Subnet6.Bits())
+		}
+		if h.opts.Subnet6.IsValid() {
+			// The VIP is added without DAD by the daemons; the link-local address, which
+			// the NDP guard sends from, must not wait for it either.
+			if _, err := runIn(ctx, ep.nsName, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.eth0.accept_dad=0"); err != nil {
+				return err
+			}
+		}
 		if err := ipBatch(ctx, ep.nsName, cmds); err != nil {
 			return err
 		}

@@ -36,8 +36,13 @@ func PrintFailover(w io.Writer, r *Results) error {
 	fmt.Fprintln(w, "  should stay served, 'no failover' counts runs in which it was not)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "system\tscenario\truns\tp50\tp95\tmax\tno failover\t2-holder\tARP X,Y,X\ton revert\tmoves\tx kube-vip\tgoal / reference\tmet")
-	base, _ := r.System(Baseline)
 	for _, sys := range r.Systems {
+		// The ratio compares within one address family.
+		baseName := Baseline
+		if strings.HasSuffix(sys.Name, IPv6Suffix) {
+			baseName += IPv6Suffix
+		}
+		base, _ := r.System(baseName)
 		if sys.Error != "" && len(sys.Scenarios) == 0 {
 			fmt.Fprintf(tw, "%s\t(failed: %s)\n", sys.Name, oneLine(sys.Error))
 			continue
@@ -62,7 +67,7 @@ func PrintFailover(w io.Writer, r *Results) error {
 				two = fmt.Sprintf("%s [%d]", secs(th), thRuns)
 			}
 			ratio := "-"
-			if bs, ok := base.Scenario(sc.Name); ok && sys.Name != Baseline {
+			if bs, ok := base.Scenario(sc.Name); ok && sys.Name != baseName {
 				if q := stats.Ratio(o.P50, bs.Outage().P50); !math.IsNaN(q) {
 					ratio = fmt.Sprintf("%.2f", q)
 				}
@@ -79,8 +84,14 @@ func PrintFailover(w io.Writer, r *Results) error {
 	return tw.Flush()
 }
 
+// isOurs tells the agent's rows, IPv4 and IPv6, apart from the peers'.
+func isOurs(system string) bool { return strings.TrimSuffix(system, IPv6Suffix) == Ours }
+
+// IPv6Suffix ends the names of the rows measured with an IPv6 VIP.
+const IPv6Suffix = " IPv6"
+
 func goalText(system, scenario string) string {
-	if system == Ours {
+	if isOurs(system) {
 		if g, ok := Goals[scenario]; ok {
 			return "goal " + g.Text
 		}
@@ -94,7 +105,7 @@ func goalText(system, scenario string) string {
 
 func met(system string, sc ScenarioResult, o stats.Summary) string {
 	g, ok := Goals[sc.Name]
-	if system != Ours || !ok || (g.Outage == 0 && !g.NoTwoHolders && !g.ZeroOutage) {
+	if !isOurs(system) || !ok || (g.Outage == 0 && !g.NoTwoHolders && !g.ZeroOutage) {
 		return ""
 	}
 	okay := sc.NoFailover() == 0 && (g.Outage == 0 || o.Max <= g.Outage) && (!g.ZeroOutage || o.Max == 0)

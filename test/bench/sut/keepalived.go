@@ -142,7 +142,7 @@ func (k Keepalived) Config(c Cluster, i int, script string) (string, error) {
 	if k.GARPMasterDelay > 0 {
 		fmt.Fprintf(&b, "  garp_master_delay %d\n", k.GARPMasterDelay)
 	}
-	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s/32\n  }\n  track_script {\n    check_apiserver\n  }\n}\n", c.VIP)
+	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s/%d\n  }\n  track_script {\n    check_apiserver\n  }\n}\n", c.VIP, c.VIP.BitLen())
 	return b.String(), nil
 }
 
