@@ -10,12 +10,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/mdlayher/packet"
-	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,26 +144,16 @@ func relaySocketFor(name string, proto int) (*packet.Conn, error) {
 }
 
 // RunIn runs fn on a thread inside the named namespace and returns its error; sockets
-// opened there stay in that namespace.
+// opened there stay in that namespace. The thread goes back to its namespace afterwards
+// rather than being retired: processes the harness started from it were started with
+// Pdeathsig and would be killed with it.
 func RunIn(name string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// The thread is not unlocked: it ends with the goroutine instead of returning to the
-		// pool in another namespace.
-		runtime.LockOSThread()
-		h, err := vnetns.GetFromName(name)
-		if err != nil {
-			errc <- fmt.Errorf("namespace %s: %w", name, err)
-			return
-		}
-		defer func() { _ = h.Close() }()
-		if err := vnetns.Set(h); err != nil {
-			errc <- fmt.Errorf("entering namespace %s: %w", name, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
+	ns, err := openNamespace(name)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	return ns.do(fn)
 }
 
 // ImpairedARP delays and drops the ARP frames one node sends on the harness's bridge, as
