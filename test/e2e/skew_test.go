@@ -6,7 +6,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +54,8 @@ func TestRollFromPreviousRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no single VIP holder after the roll: %v\n%s", err, agentsReport(ctx))
 	}
-	conn, err := cluster.Net().Client().DialContext(ctx, "tcp", fmt.Sprintf("%s:6443", cluster.Net().VIP()))
+	vip := netip.AddrPortFrom(cluster.Net().VIP(), cluster.Net().APIServerPort())
+	conn, err := cluster.Net().Client().DialContext(ctx, "tcp", vip.String())
 	if err != nil {
 		t.Fatalf("the client cannot reach the VIP on %s after the roll: %v", holder.Name(), err)
 	}
