@@ -69,8 +69,10 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 		}
 		if h.opts.Subnet6.IsValid() {
 			// The VIP is added without DAD by the daemons; the link-local address, which
-			// the NDP guard sends from, must not wait for it either.
-			if _, err := runIn(ctx, ep.nsName, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.eth0.accept_dad=0"); err != nil {
+			// the NDP guard sends from, must not wait for it either. A link-down scenario
+			// must not cost the node its IPv6 address (the kernel drops it by default).
+			if _, err := runIn(ctx, ep.nsName, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.eth0.accept_dad=0",
+				"net.ipv6.conf.eth0.keep_addr_on_down=1"); err != nil {
 				return err
 			}
 		}
