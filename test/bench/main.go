@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -53,6 +54,10 @@ type options struct {
 	logs            string
 	soak            int
 	dataplane       bool
+	previous        string
+	ipv6            string
+	ipv6Scenarios   string
+	ipv6PeerRuns    int
 }
 
 func main() {
@@ -72,6 +77,12 @@ func main() {
 	flag.BoolVar(&o.noEtcdYield, "no-etcd-yield", false, "run ours without the etcd-leader yield (--etcd-metrics-url=\"\"), to compare")
 	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
 	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
+	flag.StringVar(&o.previous, "previous-release", "main", "git revision of the previous agent release for the rolling-update scenario (built once into bin/bench/previous/); "+
+		"if its tree is this checkout's HEAD tree, its first parent; empty: ours does not roll")
+	flag.StringVar(&o.ipv6, "ipv6", "ours,kube-vip defaults,keepalived tuned", "systems measured again with an IPv6 VIP (2001:2::100 on 2001:2::/64) on a second harness after the IPv4 tables; empty: none "+
+		"(keepalived guide is VRRPv2, IPv4 only)")
+	flag.IntVar(&o.ipv6PeerRuns, "ipv6-peer-runs", 4, "runs per scenario of the IPv6 rows of kube-vip and keepalived (time budget); ours runs -runs")
+	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze", "scenarios of the IPv6 rows")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -115,6 +126,11 @@ func run(ctx context.Context, o options) error {
 	bins, err := buildBinaries(ctx, log)
 	if err != nil {
 		return err
+	}
+	if o.previous != "" && !o.dataplane && o.soak == 0 {
+		if bins.previousAgent, bins.previousRev, err = buildPreviousAgent(ctx, log, o.previous); err != nil {
+			return err
+		}
 	}
 	systems, err := selectSystems(o, bins)
 	if err != nil {
@@ -168,8 +184,14 @@ func run(ctx context.Context, o options) error {
 		}
 		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, baseline))
 	}
+	if o.ipv6 != "" && ctx.Err() == nil {
+		if err := benchIPv6(ctx, log, o, bins, res, work); err != nil {
+			res.Notes = append(res.Notes, "IPv6 rows failed: "+err.Error())
+			log.Error(err, "IPv6 rows")
+		}
+	}
 	res.Duration = time.Since(started)
-	res.Notes = notes(o)
+	res.Notes = append(notes(o, bins.previousRev), res.Notes...)
 
 	fmt.Println()
 	if err := report.PrintFailover(os.Stdout, res); err != nil {
@@ -248,7 +270,7 @@ type plannedSystem struct {
 	runs func(scenario string) int
 }
 
-type binaries struct{ agent, kubeVIP, keepalived string }
+type binaries struct{ agent, kubeVIP, keepalived, previousAgent, previousRev string }
 
 func buildBinaries(ctx context.Context, log logr.Logger) (binaries, error) {
 	var b binaries
@@ -291,8 +313,12 @@ func selectSystems(o options, b binaries) ([]plannedSystem, error) {
 		}
 		return o.reducedRuns
 	}
+	var ours sut.System = sut.Agent{Path: b.agent, NoEtcdYield: o.noEtcdYield}
+	if b.previousAgent != "" {
+		ours = sut.AgentRolling{Agent: sut.Agent{Path: b.agent, NoEtcdYield: o.noEtcdYield, PreviousPath: b.previousAgent}}
+	}
 	all := []plannedSystem{
-		{sys: sut.Agent{Path: b.agent, NoEtcdYield: o.noEtcdYield}, runs: full},
+		{sys: ours, runs: full},
 		{sys: sut.KubeVIP{Path: b.kubeVIP, Variant: "defaults"}, runs: full},
 		// Our timings are under 1.5 s (timing.Defaults); kube-vip takes whole seconds and
 		// client-go wants renew > 1.2 x retry, so 2/1/1 is refused and 3/2/1 is the closest
@@ -370,6 +396,9 @@ func benchSystem(ctx context.Context, log logr.Logger, r *runner.Runner, h *netn
 		if ctx.Err() != nil {
 			break
 		}
+		if sc.Applies != nil && !sc.Applies(sys) {
+			continue
+		}
 		sr := report.ScenarioResult{Name: sc.Name, Planned: ps.runs(sc.Name), Timeout: sys.ScenarioTimeout()}
 		st := time.Now()
 		noFailoverInRow := 0
@@ -407,7 +436,7 @@ func benchSystem(ctx context.Context, log logr.Logger, r *runner.Runner, h *netn
 	return res
 }
 
-func notes(o options) []string {
+func notes(o options, prev string) []string {
 	def := timing.Defaults()
 	return []string{
 		fmt.Sprintf("runs: %d for ours and kube-vip defaults; %d for both keepalived settings "+
@@ -419,6 +448,11 @@ func notes(o options) []string {
 		"crash and freeze: the daemon stays down/frozen until the client reached the VIP on another node plus 0.5s; " +
 			"2-holder time runs until the VIP is on one node again after the restart/SIGCONT",
 		"exited daemons are restarted at once after each run (as the kubelet restarts a container); kube-vip exits (panics) whenever it loses the lease",
+		"etcd-leader-cut: the etcd leader's node loses its link while another node holds the VIP (if the holder led etcd, the leadership was handed to another node first); " +
+			"the VIP should not move: 'no failover' = runs in which the client could not reach it 4s after the cut",
+		fmt.Sprintf("crash-arp-impaired, freeze-arp-impaired: the old holder's ARP frames delayed %s and %.0f%% lost by a user-space relay (this kernel has no sch_netem)",
+			runner.ARPImpairment.Delay, 100*runner.ARPImpairment.Loss),
+		rollNote(o, prev),
 	}
 }
 
@@ -433,3 +467,69 @@ func runController(ctx context.Context) error {
 	}
 	return nil
 }
+
+func rollNote(o options, prev string) string {
+	ours := "ours does not roll (-previous-release empty)"
+	if prev != "" {
+		ours = fmt.Sprintf("ours from the agent of commit %.12s (-previous-release %s) to this build", prev, o.previous)
+	}
+	return "rolling-update: node by node, SIGTERM, the new daemon started, the system's settle time waited (DaemonSet, maxUnavailable 1); " +
+		ours + "; kube-vip and keepalived restart the same release (one release of each is built here): what a DaemonSet roll costs them; " +
+		"'no failover' = runs in which the client could not reach the VIP 3s after the last node; moves = times the VIP came to rest on another node"
+}
+
+// ipv6System is a system measured with the IPv6 VIP, named apart from its IPv4 rows.
+type ipv6System struct{ sut.System }
+
+func (s ipv6System) Name() string { return s.System.Name() + report.IPv6Suffix }
+
+// benchIPv6 measures the -ipv6 systems on a second harness whose VIP is IPv6, and adds
+// their rows to res.
+func benchIPv6(ctx context.Context, log logr.Logger, o options, bins binaries, res *report.Results, work string) error {
+	v4 := o
+	v4.systems, v4.previous = o.ipv6, ""
+	bins.previousAgent = ""
+	systems, err := selectSystems(v4, bins)
+	if err != nil {
+		return err
+	}
+	scenarios, err := selectScenarios(o.ipv6Scenarios)
+	if err != nil {
+		return err
+	}
+	log.Info("starting the IPv6 netns harness", "vip", ipv6VIP)
+	h, err := netns.New(ctx, netns.Options{Prefix: "kvb6-", ControlPlane: true, Subnet6: ipv6Subnet, VIP: ipv6VIP,
+		Log: log.WithName("netns6").V(1)})
+	if h != nil {
+		defer func() {
+			if cerr := h.Close(); cerr != nil {
+				log.Error(cerr, "closing the IPv6 harness")
+			}
+		}()
+	}
+	if err != nil {
+		return fmt.Errorf("IPv6 netns harness: %w", err)
+	}
+	r := runner.New(h, runner.Options{Log: log})
+	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
+	if err != nil {
+		return fmt.Errorf("IPv6 baseline: %w", err)
+	}
+	for _, ps := range systems {
+		if ctx.Err() != nil {
+			break
+		}
+		if ps.sys.Name() != report.Ours {
+			ps.runs = func(string) int { return o.ipv6PeerRuns }
+		}
+		ps.sys = ipv6System{ps.sys}
+		res.Systems = append(res.Systems, benchSystem(ctx, log, r, h, ps, scenarios, work, o, baseline))
+	}
+	return nil
+}
+
+// The IPv6 rows' LAN and VIP: the benchmarking range 2001:2::/48 only.
+var (
+	ipv6Subnet = netip.MustParsePrefix("2001:2::/64")
+	ipv6VIP    = netip.MustParseAddr("2001:2::100")
+)

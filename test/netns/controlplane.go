@@ -68,8 +68,12 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 			"--unsafe-no-fsync",
 			"--log-level=warn",
 		}}
+		bind := "0.0.0.0"
+		if h.opts.Subnet6.IsValid() {
+			bind = "::" // IPv4 as well
+		}
 		n.apiserverOpts = ProcessOptions{Name: "kube-apiserver", Path: filepath.Join(binDir, "kube-apiserver"), Args: []string{
-			"--bind-address=0.0.0.0",
+			"--bind-address=" + bind,
 			fmt.Sprintf("--secure-port=%d", h.opts.APIServerPort),
 			"--advertise-address=" + n.addr.String(),
 			"--etcd-servers=http://127.0.0.1:2379",

@@ -32,6 +32,10 @@ type Options struct {
 	Nodes int
 	// Subnet is the LAN; default 198.18.0.0/24. It must be an IPv4 /24 or larger.
 	Subnet netip.Prefix
+	// Subnet6, if set, gives every endpoint a second, IPv6 address on the LAN: host ::11,
+	// ::12, ... for the nodes and ::5 for the client (a /64 or larger, without DAD), and the
+	// kube-apiservers listen on IPv6 too, so that VIP may be an IPv6 address of it.
+	Subnet6 netip.Prefix
 	// VIP is the virtual IP tests move around; default host .100 of Subnet. It goes into
 	// the serving certificate and is the sampler's and the capture's subject.
 	VIP netip.Addr
@@ -162,6 +166,10 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("subnet must be IPv4 /24 or larger, got %s", o.Subnet)
 	}
 	o.Subnet = o.Subnet.Masked()
+	if o.Subnet6.IsValid() && (!o.Subnet6.Addr().Is6() || o.Subnet6.Bits() > 64) {
+		return fmt.Errorf("subnet6 must be IPv6 /64 or larger, got %s", o.Subnet6)
+	}
+	o.Subnet6 = o.Subnet6.Masked()
 	if !o.VIP.IsValid() {
 		o.VIP = hostAddr(o.Subnet, 100)
 	}
@@ -179,6 +187,13 @@ func hostAddr(subnet netip.Prefix, n byte) netip.Addr {
 	a := subnet.Addr().As4()
 	a[3] = n
 	return netip.AddrFrom4(a)
+}
+
+// hostAddr6 is the address with last group n in subnet.
+func hostAddr6(subnet netip.Prefix, n byte) netip.Addr {
+	a := subnet.Addr().As16()
+	a[15] = n
+	return netip.AddrFrom16(a)
 }
 
 // macFor is the fixed MAC for an IPv4 address: 02:00 followed by the address.

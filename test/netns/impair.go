@@ -5,16 +5,15 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/mdlayher/packet"
-	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -113,11 +112,16 @@ func (l *ImpairedLink) relay(from, to *packet.Conn, imp Impairment) {
 // relaySocket opens a packet socket for every frame that arrives at the named interface
 // (promiscuous; the frames it sends itself are not read back).
 func relaySocket(name string) (*packet.Conn, error) {
+	return relaySocketFor(name, unix.ETH_P_ALL)
+}
+
+// relaySocketFor is relaySocket for the frames of one EtherType.
+func relaySocketFor(name string, proto int) (*packet.Conn, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
-	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, nil)
+	c, err := packet.Listen(ifi, packet.Raw, proto, nil)
 	if err != nil {
 		return nil, fmt.Errorf("packet socket on %s: %w", name, err)
 	}
@@ -140,24 +144,89 @@ func relaySocket(name string) (*packet.Conn, error) {
 }
 
 // RunIn runs fn on a thread inside the named namespace and returns its error; sockets
-// opened there stay in that namespace.
+// opened there stay in that namespace. The thread goes back to its namespace afterwards
+// rather than being retired: processes the harness started from it were started with
+// Pdeathsig and would be killed with it.
 func RunIn(name string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		// The thread is not unlocked: it ends with the goroutine instead of returning to the
-		// pool in another namespace.
-		runtime.LockOSThread()
-		h, err := vnetns.GetFromName(name)
-		if err != nil {
-			errc <- fmt.Errorf("namespace %s: %w", name, err)
-			return
+	ns, err := openNamespace(name)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	return ns.do(fn)
+}
+
+// ImpairedARP delays and drops the ARP frames one node sends on the harness's bridge, as
+// tc netem on that node's link with a filter for ARP would; every other frame takes the
+// bridge as before. The bridge drops the node's ARP frames (ebtables) and a relay copies
+// them, impaired, into the bridge through a veth pair whose bridge end learns no MACs.
+type ImpairedARP struct {
+	link    *ImpairedLink
+	ns      string
+	port    string
+	in      string
+	ebrules [][]string
+}
+
+// ImpairARP starts impairing the ARP frames node n sends; Stop ends it. Only for nodes on
+// the harness's bridge (not with a NIC provider).
+func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*ImpairedARP, error) {
+	if h.opts.NIC != nil {
+		return nil, errors.New("ARP impairment needs the harness's bridge")
+	}
+	a := &ImpairedARP{ns: h.bridge.name, port: "p-" + n.name, in: "i-" + n.name}
+	out := "j-" + n.name
+	cmds := fmt.Sprintf("link add %s type veth peer name %s\nlink set %s master br0\nlink set dev %s type bridge_slave learning off\nlink set %s up\nlink set %s up\n",
+		a.in, out, out, out, out, a.in)
+	if err := ipBatch(ctx, a.ns, cmds); err != nil {
+		return nil, err
+	}
+	// The node's own ARP frames are not flooded back to it from the relay's port.
+	for _, rule := range [][]string{{"-i", a.port, "-p", "ARP", "-j", "DROP"}, {"-i", out, "-o", a.port, "-j", "DROP"}} {
+		if _, err := runIn(ctx, a.ns, "ebtables", append([]string{"-A", "FORWARD"}, rule...)...); err != nil {
+			return nil, errors.Join(fmt.Errorf("ebtables in %s: %w", a.ns, err), a.stop(ctx))
 		}
-		defer func() { _ = h.Close() }()
-		if err := vnetns.Set(h); err != nil {
-			errc <- fmt.Errorf("entering namespace %s: %w", name, err)
-			return
+		a.ebrules = append(a.ebrules, rule)
+	}
+	a.link = &ImpairedLink{}
+	err := RunIn(a.ns, func() error {
+		var err error
+		if a.link.a, err = relaySocketFor(a.port, unix.ETH_P_ARP); err != nil {
+			return err
 		}
-		errc <- fn()
-	}()
-	return <-errc
+		if a.link.b, err = relaySocketFor(a.in, unix.ETH_P_ARP); err != nil {
+			_ = a.link.a.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		a.link = nil
+		return nil, errors.Join(err, a.stop(ctx))
+	}
+	a.link.wg.Go(func() { a.link.relay(a.link.a, a.link.b, imp) })
+	return a, nil
+}
+
+// Stop ends the impairment, restores the bridge and reports how many ARP frames the relay
+// passed and dropped.
+func (a *ImpairedARP) Stop(ctx context.Context) (relayed, dropped int, err error) {
+	if a.link != nil {
+		relayed, dropped = a.link.Stop()
+	}
+	return relayed, dropped, a.stop(ctx)
+}
+
+func (a *ImpairedARP) stop(ctx context.Context) error {
+	var errs []error
+	for _, rule := range a.ebrules {
+		if _, err := runIn(ctx, a.ns, "ebtables", append([]string{"-D", "FORWARD"}, rule...)...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.ebrules = nil
+	if err := ipBatch(ctx, a.ns, fmt.Sprintf("link del %s\n", a.in)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

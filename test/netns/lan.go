@@ -67,7 +67,20 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 			// nodad: usable at once, like the VIP itself.
 			cmds += fmt.Sprintf("addr add %s/64 dev eth0 nodad\n", ip6)
 		}
+		if h.opts.Subnet6.IsValid() {
+			host := ep.addr.As4()[3]
+			cmds += fmt.Sprintf("addr add %s/%d dev eth0 nodad\n", hostAddr6(h.opts.Subnet6, host), h.opts.Subnet6.Bits())
+		}
 		cmds += "link set eth0 up\n"
+		if h.opts.Subnet6.IsValid() || h.opts.VIP6.IsValid() {
+			// The VIP is added without DAD by the daemons; the link-local address, which
+			// the NDP guard sends from, must not wait for it either. A link-down scenario
+			// must not cost the node its IPv6 address (the kernel drops it by default).
+			if _, err := runIn(ctx, ep.nsName, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.eth0.accept_dad=0",
+				"net.ipv6.conf.eth0.keep_addr_on_down=1"); err != nil {
+				return err
+			}
+		}
 		if err := ipBatch(ctx, ep.nsName, cmds); err != nil {
 			return err
 		}

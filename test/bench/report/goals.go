@@ -12,7 +12,9 @@ type Goal struct {
 	Outage time.Duration
 	// NoTwoHolders asks for zero time with the VIP on two nodes.
 	NoTwoHolders bool
-	Text         string
+	// ZeroOutage asks for no outage at all.
+	ZeroOutage bool
+	Text       string
 }
 
 // Goals are the agent's targets (the project's guide and issue 14: the maximum over at
@@ -23,6 +25,11 @@ var Goals = map[string]Goal{
 	"link-down":      {Outage: 1200 * time.Millisecond, NoTwoHolders: true, Text: "<= 1.2s, no 2 holders"},
 	"apiserver-dead": {Outage: 400 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.4s, no 2 holders"},
 	"freeze":         {NoTwoHolders: true, Text: "no 2 holders"},
+	// Issue 24's targets for the scenarios that decide the design.
+	"etcd-leader-cut":     {ZeroOutage: true, NoTwoHolders: true, Text: "0s, no 2 holders"},
+	"crash-arp-impaired":  {Outage: 500 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.5s, no 2 holders"},
+	"freeze-arp-impaired": {NoTwoHolders: true, Text: "no 2 holders"},
+	"rolling-update":      {NoTwoHolders: true, Text: "no 2 holders"},
 }
 
 // SteadyGoals are the agent's steady-state targets for 3 agents.

@@ -66,6 +66,15 @@ func (s ScenarioResult) Outage() stats.Summary {
 	return stats.Summarize(d)
 }
 
+// MaxMoves is the most times the VIP came to rest on another node in one run.
+func (s ScenarioResult) MaxMoves() int {
+	m := 0
+	for _, r := range s.Runs {
+		m = max(m, r.Moves)
+	}
+	return m
+}
+
 // NoFailover counts the runs in which the VIP did not move within the timeout.
 func (s ScenarioResult) NoFailover() int {
 	n := 0

@@ -29,6 +29,10 @@ type Deployment struct {
 	h     *netns.Harness
 	nodes []*netns.Node
 	cmds  []sut.Command
+	// next and previous are the commands of this release and of the previous one, for
+	// systems that roll (sut.Rollable).
+	next, previous []sut.Command
+	onPrevious     []bool
 
 	mu       sync.Mutex
 	procs    []*netns.Process
@@ -58,6 +62,14 @@ func Deploy(ctx context.Context, h *netns.Harness, sys sut.System, dir string) (
 			return nil, fmt.Errorf("%s on %s: %w", sys.Name(), n.Name(), err)
 		}
 		d.cmds[i] = cmd
+		if r, ok := sys.(sut.Rollable); ok {
+			prev, err := r.Previous(c, i, nodeDir)
+			if err != nil {
+				return nil, fmt.Errorf("%s on %s, previous release: %w", sys.Name(), n.Name(), err)
+			}
+			d.next, d.previous = append(d.next, cmd), append(d.previous, prev)
+			d.onPrevious = append(d.onPrevious, false)
+		}
 	}
 	for i := range nodes {
 		if err := d.start(ctx, i); err != nil {
@@ -176,6 +188,45 @@ func (d *Deployment) Teardown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Roll replaces the daemons node by node, as a DaemonSet's rolling update with
+// maxUnavailable 1 does: the running daemon is stopped with SIGTERM (SIGKILL after 10 s),
+// the daemon of this release (next) or of the previous one started, and the system's
+// settle time waited for before the next node. Nodes that run the wanted release already
+// are left alone.
+func (d *Deployment) Roll(ctx context.Context, next bool) error {
+	if d.next == nil {
+		return fmt.Errorf("%s does not roll", d.sys.Name())
+	}
+	want := d.previous
+	if next {
+		want = d.next
+	}
+	for i := range d.nodes {
+		d.mu.Lock()
+		done := d.onPrevious[i] != next
+		d.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := d.Process(i).Stop(10 * time.Second); err != nil && ctx.Err() != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.cmds[i] = want[i]
+		d.onPrevious[i] = !next
+		d.mu.Unlock()
+		if err := d.start(ctx, i); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.sys.Settle()):
+		}
+	}
+	return nil
 }
 
 // nodeIndex returns the index of node n.

@@ -82,6 +82,15 @@ type RunResult struct {
 	AfterRevert time.Duration `json:"afterRevert,omitempty"`
 	// Windows are all outage windows from just before the fault until the end of the run.
 	Windows []Window `json:"windows"`
+	// Target is the node the fault hit when that was not the holder (etcd-leader-cut).
+	Target string `json:"target,omitempty"`
+	// Moves counts how often the VIP came to rest on another node from the fault until
+	// the end of the run.
+	Moves int `json:"moves"`
+	// ARPRelayed and ARPDropped count the holder's ARP frames the impairment passed
+	// (delayed) and dropped.
+	ARPRelayed int `json:"arpRelayed,omitempty"`
+	ARPDropped int `json:"arpDropped,omitempty"`
 	// Restarts counts daemons that had exited and were restarted after the revert.
 	Restarts int `json:"restarts,omitempty"`
 }
@@ -160,12 +169,40 @@ func (r *Runner) WaitStable(ctx context.Context, d *Deployment, timeout time.Dur
 // for the VIP on another node and the client reaching it (or the scenario timeout), holds
 // the fault a moment, reverts it and waits for a stable holder again.
 func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult, error) {
+	if sc.Prepare != nil {
+		if err := sc.Prepare(ctx, d); err != nil {
+			return RunResult{}, fmt.Errorf("preparing %s: %w", sc.Name, err)
+		}
+	}
 	leader, err := r.WaitStable(ctx, d, 90*time.Second)
 	if err != nil {
 		return RunResult{}, err
 	}
 	timeout := d.sys.ScenarioTimeout()
 	res := RunResult{Leader: d.nodes[leader].Name()}
+	target := leader
+	if sc.Target != nil {
+		if target, err = sc.Target(ctx, d, leader); err != nil {
+			return res, err
+		}
+		res.Target = d.nodes[target].Name()
+	}
+	var imp *netns.ImpairedARP
+	stopImpairment := func() error {
+		if imp == nil {
+			return nil
+		}
+		var err error
+		res.ARPRelayed, res.ARPDropped, err = imp.Stop(context.WithoutCancel(ctx))
+		imp = nil
+		return err
+	}
+	defer func() { _ = stopImpairment() }()
+	if sc.ImpairARP != nil {
+		if imp, err = r.h.ImpairARP(ctx, d.nodes[leader], *sc.ImpairARP); err != nil {
+			return res, err
+		}
+	}
 
 	sampler := r.h.StartHolderSampler(ctx, netns.SamplerOptions{})
 	capture, err := r.h.StartARPCapture(ctx)
@@ -188,18 +225,22 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 
 	time.Sleep(100 * time.Millisecond) // a baseline of 10 probes before the fault
 	faultAt := time.Now()
-	if err := sc.Fault(ctx, d, leader); err != nil {
+	if err := sc.Fault(ctx, d, target); err != nil {
 		_, _, _, _ = stopObservers()
-		return res, fmt.Errorf("fault %s on %s: %w", sc.Name, res.Leader, err)
+		return res, fmt.Errorf("fault %s on %s: %w", sc.Name, d.nodes[target].Name(), err)
 	}
-	res.Failover = r.waitFailover(ctx, d, leader, faultAt.Add(timeout), &res)
-	if res.Failover {
-		time.Sleep(r.opts.Hold)
+	if sc.Stay > 0 {
+		res.Failover = r.watchServed(ctx, sc.Stay, &res)
+	} else {
+		res.Failover = r.waitFailover(ctx, d, leader, faultAt.Add(timeout), &res)
+		if res.Failover {
+			time.Sleep(r.opts.Hold)
+		}
 	}
 	revertAt := time.Now()
 	res.Reverted = revertAt.Sub(faultAt)
-	revertErr := sc.Revert(ctx, d, leader)
-	d.touch(leader)
+	revertErr := sc.Revert(ctx, d, target)
+	d.touch(target)
 	if revertErr == nil {
 		res.Restarts, revertErr = d.EnsureRunning(ctx)
 	}
@@ -210,7 +251,7 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		r.opts.Log.Info("VIP still on several nodes after the revert", "system", d.sys.Name(), "scenario", sc.Name, "err", err.Error())
 	}
 	pr, sr, claims, captureErr := stopObservers()
-	if err := errors.Join(revertErr, captureErr); err != nil {
+	if err := errors.Join(revertErr, captureErr, stopImpairment()); err != nil {
 		return res, fmt.Errorf("%s on %s: %w", sc.Name, res.Leader, err)
 	}
 	if sr.Errors > 0 {
@@ -222,8 +263,46 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		res.Outage = timeout
 	}
 	res.TwoHolders = twoHolderTime(sr, faultAt)
+	res.Moves = moves(sr, faultAt, res.Leader)
 	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt, revertAt)
 	return res, nil
+}
+
+// watchServed waits for stay, then tells whether exactly one node holds the VIP and the
+// client reaches it (within a second), and fills res.NewHolder.
+func (r *Runner) watchServed(ctx context.Context, stay time.Duration, res *RunResult) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(stay):
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(10 * time.Millisecond) {
+		holders, err := r.h.Holders()
+		if err != nil || len(holders) != 1 {
+			continue
+		}
+		if r.dialVIP(ctx) == nil {
+			res.NewHolder = holders[0].Name()
+			return true
+		}
+	}
+	return false
+}
+
+// moves counts how often the VIP came to rest on another single node than the one before,
+// from the fault on.
+func moves(sr netns.SamplerReport, faultAt time.Time, leader string) int {
+	n, last := 0, leader
+	for _, c := range sr.Changes {
+		if c.At.Before(faultAt) || len(c.Holders) != 1 {
+			continue
+		}
+		if c.Holders[0] != last {
+			n++
+			last = c.Holders[0]
+		}
+	}
+	return n
 }
 
 // waitSingleHolder polls until exactly one node holds the VIP, restarting daemons that

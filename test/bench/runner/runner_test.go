@@ -78,3 +78,24 @@ func TestGroupRSS(t *testing.T) {
 		t.Fatalf("group RSS %d, own RSS %d", rss, self)
 	}
 }
+
+func TestMoves(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	sr := netns.SamplerReport{Changes: []netns.HolderChange{
+		{At: at(-100), Holders: []string{"node1"}},
+		{At: at(50), Holders: nil},                         // the handover's gap
+		{At: at(150), Holders: []string{"node2"}},          // move 1
+		{At: at(900), Holders: []string{"node2", "node3"}}, // an overlap is no move
+		{At: at(950), Holders: []string{"node2"}},
+		{At: at(2000), Holders: nil},
+		{At: at(2100), Holders: []string{"node2"}}, // back on the same node: no move
+		{At: at(3000), Holders: []string{"node1"}}, // move 2
+	}}
+	if got := moves(sr, t0, "node1"); got != 2 {
+		t.Fatalf("moves = %d, want 2", got)
+	}
+	if got := moves(netns.SamplerReport{Changes: sr.Changes[:1]}, t0, "node1"); got != 0 {
+		t.Fatalf("moves without a change = %d, want 0", got)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/bench/sut"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
 // Scenario is a fault injected into the node that holds the VIP, and its revert.
@@ -22,6 +25,20 @@ type Scenario struct {
 	// Revert undoes it after the run; processes that exited are restarted afterwards in
 	// any case.
 	Revert func(ctx context.Context, d *Deployment, i int) error
+	// Prepare, if set, runs before the wait for a stable holder (a rolling update first
+	// rolls every node back to the previous release, unmeasured).
+	Prepare func(ctx context.Context, d *Deployment) error
+	// Target, if set, picks the node to fault given the holder; default the holder.
+	Target func(ctx context.Context, d *Deployment, holder int) (int, error)
+	// Stay, if set, is a fault after which the VIP should stay served without a failover:
+	// the run watches for Stay after Fault returned instead of waiting for another holder,
+	// and counts as failed ("no failover") if the client does not reach the VIP then.
+	Stay time.Duration
+	// ImpairARP, if set, delays and drops the ARP frames the holder sends, from before the
+	// fault until the VIP is on one node again after the revert.
+	ImpairARP *netns.Impairment
+	// Applies tells whether the scenario applies to the system; default all.
+	Applies func(sut.System) bool
 }
 
 func signal(sig syscall.Signal) func(context.Context, *Deployment, int) error {
@@ -89,7 +106,44 @@ var Scenarios = []Scenario{
 		Fault:  signal(syscall.SIGSTOP),
 		Revert: signal(syscall.SIGCONT),
 	},
+	{
+		Name:   "etcd-leader-cut",
+		Title:  "the LAN link of the etcd leader's node down while another node holds the VIP (up again after the run)",
+		Target: etcdLeaderElsewhere,
+		Fault:  func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkDown(ctx) },
+		Revert: func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkUp(ctx) },
+		// etcd elects a new leader within about two election timeouts (1 s each); the
+		// holder's renewals stall meanwhile.
+		Stay: 4 * time.Second,
+	},
+	{
+		Name:      "crash-arp-impaired",
+		Title:     "SIGKILL of the leader's daemon, its ARP frames delayed 40 ms and 2 % lost",
+		Fault:     signal(syscall.SIGKILL),
+		Revert:    waitExit,
+		ImpairARP: &ARPImpairment,
+	},
+	{
+		Name:      "freeze-arp-impaired",
+		Title:     "the leader's daemon frozen (SIGSTOP; SIGCONT after the run), its ARP frames delayed 40 ms and 2 % lost",
+		Fault:     signal(syscall.SIGSTOP),
+		Revert:    signal(syscall.SIGCONT),
+		ImpairARP: &ARPImpairment,
+	},
+	{
+		Name:    "rolling-update",
+		Title:   "a DaemonSet-like roll, node by node, from the previous release to this one (each node stopped with SIGTERM, the new daemon started, the system's settle time waited)",
+		Prepare: func(ctx context.Context, d *Deployment) error { return d.Roll(ctx, false) },
+		Fault:   func(ctx context.Context, d *Deployment, _ int) error { return d.Roll(ctx, true) },
+		Revert:  func(context.Context, *Deployment, int) error { return nil },
+		Stay:    3 * time.Second,
+		Applies: func(s sut.System) bool { _, ok := s.(sut.Rollable); return ok },
+	},
 }
+
+// ARPImpairment is what the ARP-impaired scenarios do to the old holder's ARP frames
+// (issue 24: tc netem delay 40 ms, loss 2 %).
+var ARPImpairment = netns.Impairment{Delay: 40 * time.Millisecond, Loss: 0.02}
 
 // ScenarioByName returns the scenario called name.
 func ScenarioByName(name string) (Scenario, bool) {

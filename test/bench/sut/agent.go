@@ -24,6 +24,19 @@ type Agent struct {
 	// client listener, gardenadm's on a metrics listener of its own (localhost:2381, the
 	// agent's default).
 	NoEtcdYield bool
+	// PreviousPath is the agent of the previous release (the last landed commit), for the
+	// rolling update; without it the agent does not roll.
+	PreviousPath string
+}
+
+// AgentRolling is the agent that rolls from PreviousPath to Path.
+type AgentRolling struct{ Agent }
+
+// Previous implements Rollable: the same flags, the previous release's binary.
+func (a AgentRolling) Previous(c Cluster, i int, dir string) (Command, error) {
+	cmd, err := a.Prepare(c, i, dir)
+	cmd.Path = a.PreviousPath
+	return cmd, err
 }
 
 // EtcdMetricsURL is where the harness's etcd members serve their metrics.

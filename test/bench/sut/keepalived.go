@@ -142,7 +142,7 @@ func (k Keepalived) Config(c Cluster, i int, script string) (string, error) {
 	if k.GARPMasterDelay > 0 {
 		fmt.Fprintf(&b, "  garp_master_delay %d\n", k.GARPMasterDelay)
 	}
-	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s/32\n  }\n  track_script {\n    check_apiserver\n  }\n}\n", c.VIP)
+	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s/%d\n  }\n  track_script {\n    check_apiserver\n  }\n}\n", c.VIP, c.VIP.BitLen())
 	return b.String(), nil
 }
 
@@ -183,4 +183,10 @@ func (k Keepalived) Prepare(c Cluster, i int, dir string) (Command, error) {
 		},
 		Stale: pids,
 	}, nil
+}
+
+// Previous implements Rollable. Only one release is built here, so the roll restarts
+// the same one node by node: what any DaemonSet roll costs it.
+func (k Keepalived) Previous(c Cluster, i int, dir string) (Command, error) {
+	return k.Prepare(c, i, dir)
 }

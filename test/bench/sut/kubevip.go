@@ -130,3 +130,7 @@ func (k KubeVIP) Prepare(c Cluster, i int, dir string) (Command, error) {
 		},
 	}, nil
 }
+
+// Previous implements Rollable. Only one release is built here, so the roll restarts
+// the same one node by node: what any DaemonSet roll costs it.
+func (k KubeVIP) Previous(c Cluster, i int, dir string) (Command, error) { return k.Prepare(c, i, dir) }

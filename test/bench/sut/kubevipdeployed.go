@@ -81,3 +81,9 @@ func (k KubeVIPDeployed) Prepare(c Cluster, i int, dir string) (Command, error) 
 	cmd.Args, cmd.Env = ctr.Args, env
 	return cmd, nil
 }
+
+// Previous implements Rollable. Only one release is built here, so the roll restarts
+// the same one node by node: what any DaemonSet roll costs it.
+func (k KubeVIPDeployed) Previous(c Cluster, i int, dir string) (Command, error) {
+	return k.Prepare(c, i, dir)
+}

@@ -69,6 +69,13 @@ type System interface {
 	Preferred() int
 }
 
+// Rollable is a system the benchmark can roll from its previous release to this one, node
+// by node, as a DaemonSet's rolling update does.
+type Rollable interface {
+	// Previous is the command of the previous release on node i (see Prepare).
+	Previous(c Cluster, i int, dir string) (Command, error)
+}
+
 func writeFile(path, content string, mode os.FileMode) error {
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
