@@ -235,7 +235,7 @@ func (d *demo) install(ctx context.Context) error {
 		d.out.Printf("release image %s@%s (OCI layout %s), imported into each node's containerd", img.Ref, img.Digest, img.Layout)
 	}
 	d.out.Printf("release chart %s, rendered with its own image defaults", release.Chart)
-	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID, Log: d.log.WithName("gardenadm"), Release: release})
+	ext, err := extension.Install(ctx, extension.Options{Cluster: d.cluster, OpenStack: d.osEnv, TechnicalID: d.opts.technicalID, Log: d.log.WithName("gardenadm"), Release: release, Routed: d.opts.frontDoor})
 	if ext != nil {
 		d.ext = ext
 	}

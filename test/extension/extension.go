@@ -75,6 +75,10 @@ type Options struct {
 	// images imported into the nodes' containerd and its chart archive with the chart's own
 	// image defaults. Without it, the chart from the sources with the cluster's images.
 	Release *Release
+	// Routed says that a Neutron router carries the floating IP to the nodes (hack/dataplane.sh),
+	// so the controller proves the published address as in production. Without a router
+	// nothing here answers on the floating IP, and the Shoot sets probeFloatingIP: false.
+	Routed bool
 }
 
 // Extension is the installed extension.
@@ -92,6 +96,7 @@ type Extension struct {
 	Gardenadm *framework.Gardenadm
 	forward   *loopbackForwarder
 	release   *Release
+	routed    bool
 }
 
 // Install installs the extension: the loopback bridge to Keystone and Neutron in every
@@ -99,7 +104,7 @@ type Extension struct {
 // error the returned Extension (when not nil) holds what was started, for Teardown.
 func Install(ctx context.Context, opts Options) (*Extension, error) {
 	c := opts.Cluster
-	e := &Extension{cluster: c, OpenStack: opts.OpenStack, TechnicalID: opts.TechnicalID, release: opts.Release}
+	e := &Extension{cluster: c, OpenStack: opts.OpenStack, TechnicalID: opts.TechnicalID, release: opts.Release, routed: opts.Routed}
 	osEnv := opts.OpenStack
 	factory := openstack.NewClientFactory(openstack.FactoryOptions{Metrics: openstack.NewMetrics(nil)})
 	creds := &openstack.Credentials{DomainName: osEnv.DomainName, TenantName: osEnv.ProjectName, Username: osEnv.Username, Password: osEnv.Password}
@@ -134,7 +139,7 @@ func Install(ctx context.Context, opts Options) (*Extension, error) {
 		return e, err
 	}
 	bootstrap := osEnv.BootstrapOptions(framework.ApplicationCredential)
-	if bootstrap.ExposureProviderConfig, err = ExposureConfig(c, ""); err != nil {
+	if bootstrap.ExposureProviderConfig, err = ExposureConfig(c, "", opts.Routed); err != nil {
 		return e, err
 	}
 	if err := framework.Bootstrap(ctx, e.Client, bootstrap); err != nil {
@@ -159,8 +164,9 @@ func Install(ctx context.Context, opts Options) (*Extension, error) {
 
 // ExposureConfig is the Shoot's exposure providerConfig for the cluster: its VIP (the
 // serving certificates carry it), the nodes' interface, and the agent implementation
-// (empty: the default).
-func ExposureConfig(c *nodes.Cluster, implementation v1alpha1.AgentImplementation) (*runtime.RawExtension, error) {
+// (empty: the default); without a router to the floating IP (routed false), the opt-out of
+// its probe.
+func ExposureConfig(c *nodes.Cluster, implementation v1alpha1.AgentImplementation, routed bool) (*runtime.RawExtension, error) {
 	config := &v1alpha1.ExposureConfig{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ExposureConfig"},
 		VIPAddress: ptr.To(c.Net().VIP().String()),
@@ -168,6 +174,9 @@ func ExposureConfig(c *nodes.Cluster, implementation v1alpha1.AgentImplementatio
 	}
 	if implementation != "" {
 		config.Agent.Implementation = &implementation
+	}
+	if !routed {
+		config.ProbeFloatingIP = ptr.To(false)
 	}
 	// The Shoot goes into the Cluster as JSON, and a RawExtension encodes only its Raw.
 	raw, err := json.Marshal(config)
@@ -193,7 +202,7 @@ func (e *Extension) Init(ctx context.Context) (string, error) {
 // Configure sets the Shoot's exposure providerConfig (implementation empty: the default)
 // and runs gardenadm init's step again, as an operator changes the configuration.
 func (e *Extension) Configure(ctx context.Context, implementation v1alpha1.AgentImplementation) error {
-	config, err := ExposureConfig(e.cluster, implementation)
+	config, err := ExposureConfig(e.cluster, implementation, e.routed)
 	if err != nil {
 		return err
 	}
