@@ -284,6 +284,10 @@ project_name = service
 username = neutron
 password = $NEUTRON_PASSWORD
 region_name = RegionOne
+# Neutron trusts a validated token for this long (default 300 s): a token Keystone revoked
+# (a password change) must be refused soon, as a production cloud with a short cache does,
+# so that re-authentication can be tested (TestPasswordChangedInKeystoneIsUnauthenticated).
+token_cache_time = 5
 EOF
   cat >"$ETC/ml2_conf.ini" <<EOF
 [ml2]
