@@ -59,8 +59,8 @@ func (d *Deployer) WithReader(r client.Reader) *Deployer {
 // implementation's pods are still stopping.
 const HandoverPoll = 2 * time.Second
 
-// Deploy creates or updates the ServiceAccount, Role, RoleBinding and DaemonSet of the
-// chosen implementation with server-side apply. Fields this package stops setting are
+// Deploy creates or updates the ServiceAccount, Role, RoleBinding, metrics Service (see
+// metricsService) and DaemonSet of the chosen implementation with server-side apply. Fields this package stops setting are
 // removed from the objects; a changed spec (image, timings, VIP) rolls the DaemonSet one
 // node at a time.
 //
@@ -106,6 +106,9 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 			object{"Role", PeerNamespace, names.peerRole()},
 			object{"RoleBinding", PeerNamespace, names.peerRoleBinding(spec.Namespace)})
 	}
+	if names.hasMetricsService {
+		objects = append(objects, object{"Service", spec.Namespace, names.metricsService(spec.Namespace)})
+	}
 	objects = append(objects, object{"DaemonSet", spec.Namespace, spec.daemonSet()})
 	for _, o := range objects {
 		if err := d.client.Apply(ctx, o.obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
@@ -118,7 +121,7 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 // Delete removes the agent, whichever implementation runs. It deletes the DaemonSets and
 // reports gone=false while a DaemonSet or any agent pod still exists; the caller calls
 // again later. Only when no pod of an implementation is left (so no node holds the VIP any
-// more) does it delete that implementation's RoleBinding, Role, ServiceAccount and Lease;
+// more) does it delete that implementation's Service, RoleBinding, Role, ServiceAccount and Lease;
 // gone=true when that is done for all. A pod stuck in Terminating (its node unreachable,
 // so its kubelet never confirms) counts as gone once it cannot hold the VIP any more, see
 // podCannotHoldVIP.
@@ -164,6 +167,9 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 		objects = append(objects,
 			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}},
 			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}})
+	}
+	if names.hasMetricsService {
+		objects = append(objects, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}})
 	}
 	objects = append(objects,
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},

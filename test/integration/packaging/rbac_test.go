@@ -69,6 +69,8 @@ var mustAllow = []access{
 	{verb: "patch", resource: "serviceaccounts", namespace: kubeSystem, name: agentrollout.Name},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.Name},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: agentrollout.Name},
+	{verb: "patch", resource: "services", namespace: kubeSystem, name: agentrollout.Name},
+	{verb: "delete", resource: "services", namespace: kubeSystem, name: agentrollout.Name},
 	{verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LeaseName},
 	{verb: "watch", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LeaseName},
 	{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LeaseName},
@@ -93,6 +95,7 @@ var mustAllow = []access{
 var rbacCannotDeny = []access{
 	{verb: "create", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: "any-daemonset"},
 	{verb: "create", resource: "serviceaccounts", namespace: kubeSystem, name: "any-serviceaccount"},
+	{verb: "create", resource: "services", namespace: kubeSystem, name: "any-service"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: "any-role"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: "any-rolebinding"},
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "any-lease"},
@@ -134,6 +137,11 @@ var mustDeny = []access{
 	// Other objects of kube-system it could take over.
 	{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: kubeSystem, name: "kube-proxy"},
 	{verb: "patch", resource: "serviceaccounts", namespace: kubeSystem, name: "kube-proxy"},
+	// Other Services (kube-dns, the kubernetes Service of default).
+	{verb: "patch", resource: "services", namespace: kubeSystem, name: "kube-dns"},
+	{verb: "delete", resource: "services", namespace: kubeSystem, name: "kube-dns"},
+	{verb: "list", resource: "services", namespace: kubeSystem},
+	{verb: "patch", resource: "services", namespace: kubeSystem, name: agentrollout.KubeVIPName},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: "extension-apiserver-authentication-reader"},
 	{verb: "bind", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: "any-role"},
 	{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: "any-role"},
