@@ -16,8 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,8 +62,9 @@ func (d *Deployer) WithReader(r client.Reader) *Deployer {
 // implementation's pods are still stopping.
 const HandoverPoll = 2 * time.Second
 
-// Deploy creates or updates the ServiceAccount, Role, RoleBinding and DaemonSet of the
-// chosen implementation with server-side apply. Fields this package stops setting are
+// Deploy creates or updates the ServiceAccount, Role, RoleBinding, metrics Service (see
+// metricsService), ServiceMonitor and PrometheusRule (see applyMonitoring) and DaemonSet of
+// the chosen implementation with server-side apply. Fields this package stops setting are
 // removed from the objects; a changed spec (image, timings, VIP) rolls the DaemonSet one
 // node at a time.
 //
@@ -106,19 +110,58 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 			object{"Role", PeerNamespace, names.peerRole()},
 			object{"RoleBinding", PeerNamespace, names.peerRoleBinding(spec.Namespace)})
 	}
+	if names.hasMetricsService {
+		objects = append(objects, object{"Service", spec.Namespace, names.metricsService(spec.Namespace)})
+	}
 	objects = append(objects, object{"DaemonSet", spec.Namespace, spec.daemonSet()})
 	for _, o := range objects {
 		if err := d.client.Apply(ctx, o.obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", o.kind, o.namespace, names.name, err)
 		}
 	}
+	if !names.hasMetricsService {
+		return nil
+	}
+	return d.applyMonitoring(ctx, spec.Namespace, names)
+}
+
+// applyMonitoring writes the agent's ServiceMonitor and PrometheusRule where the cluster
+// has the prometheus-operator's CRDs, and skips them where it has not: the metrics Service
+// alone serves a Prometheus configured otherwise.
+func (d *Deployer) applyMonitoring(ctx context.Context, namespace string, names objectNames) error {
+	rule, err := names.prometheusRule(namespace)
+	if err != nil {
+		return err
+	}
+	for _, u := range []*unstructured.Unstructured{names.serviceMonitor(namespace), rule} {
+		err := d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), namespace, u.GetName(), err)
+		}
+	}
 	return nil
+}
+
+// monitoringObjects are the ServiceMonitor and PrometheusRule as keys for deletion.
+func monitoringObjects(namespace string) []client.Object {
+	var out []client.Object
+	for _, gvk := range []schema.GroupVersionKind{ServiceMonitorGVK, PrometheusRuleGVK} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		u.SetNamespace(namespace)
+		u.SetName(MonitoringName())
+		out = append(out, u)
+	}
+	return out
 }
 
 // Delete removes the agent, whichever implementation runs. It deletes the DaemonSets and
 // reports gone=false while a DaemonSet or any agent pod still exists; the caller calls
 // again later. Only when no pod of an implementation is left (so no node holds the VIP any
-// more) does it delete that implementation's RoleBinding, Role, ServiceAccount and Lease;
+// more) does it delete that implementation's ServiceMonitor, PrometheusRule, Service, RoleBinding, Role, ServiceAccount and Lease;
 // gone=true when that is done for all. A pod stuck in Terminating (its node unreachable,
 // so its kubelet never confirms) counts as gone once it cannot hold the VIP any more, see
 // podCannotHoldVIP.
@@ -165,6 +208,10 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}},
 			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}})
 	}
+	if names.hasMetricsService {
+		objects = append(objects, monitoringObjects(namespace)...)
+		objects = append(objects, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}})
+	}
 	objects = append(objects,
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
@@ -173,7 +220,8 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
 	)
 	for _, obj := range objects {
-		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		// No match: the cluster has no prometheus-operator CRDs, so no such object.
+		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil && !meta.IsNoMatchError(err) {
 			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
 		}
 	}

@@ -20,12 +20,15 @@ type objectNames struct {
 	// readsPeers tells whether the agent reads the kube-apiservers' EndpointSlice (and so
 	// needs a Role and RoleBinding in its namespace, see peerRole).
 	readsPeers bool
+	// hasMetricsService tells whether the agent's metrics are reachable from the cluster (on
+	// the node's address) and get a Service; upstream kube-vip serves its own on loopback.
+	hasMetricsService bool
 }
 
 // kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
 // so that both can be told apart while one hands over to the other.
 func kubeVIPAgentNames() objectNames {
-	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true}
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true, hasMetricsService: true}
 }
 
 func kubeVIPNames() objectNames {

@@ -136,10 +136,11 @@ func tolerations() []*corev1ac.TolerationApplyConfiguration {
 	return out
 }
 
+// probe asks the agent's metrics listener on the node's address: with no host set, the
+// kubelet probes the pod's IP, which in the host network is the node's (status.hostIP).
 func probe(path string) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
 		WithHTTPGet(corev1ac.HTTPGetAction().
-			WithHost("127.0.0.1").
 			WithPath(path).
 			WithPort(intstr.FromInt32(MetricsPort)).
 			WithScheme(corev1.URISchemeHTTP)).
@@ -179,6 +180,13 @@ func container(spec Spec) *corev1ac.ContainerApplyConfiguration {
 				WithFieldRef(corev1ac.ObjectFieldSelector().
 					WithAPIVersion("v1").
 					WithFieldPath("spec.nodeName"))),
+			// The address --metrics-address listens on, see metricsAddress.
+			corev1ac.EnvVar().
+				WithName(hostIPEnv).
+				WithValueFrom(corev1ac.EnvVarSource().
+					WithFieldRef(corev1ac.ObjectFieldSelector().
+						WithAPIVersion("v1").
+						WithFieldPath("status.hostIP"))),
 			// The Go runtime collects harder before the memory limit, rather than being
 			// OOM-killed at it (an OOM kill takes the slower crash path of a failover).
 			corev1ac.EnvVar().WithName("GOMEMLIMIT").WithValue(agentGoMemLimit)).
@@ -265,7 +273,32 @@ func (o objectNames) daemonSet(namespace, vip string, ctr *corev1ac.ContainerApp
 					WithContainers(ctr))))
 }
 
-// metricsAddress is the --metrics-address the agent is given.
+// hostIPEnv holds the node's primary address (downward API, status.hostIP).
+const hostIPEnv = "KUBE_VIP_HOST_IP"
+
+// metricsAddress is the --metrics-address the agent is given: the node's primary address,
+// so that a Prometheus in the cluster can scrape it through the metrics Service, and not
+// every address of the host (the VIP, a floating IP's NIC). The kubelet expands $(VAR) in
+// args; the brackets make an IPv6 address a valid host:port, and net.Listen accepts them
+// around an IPv4 address too.
 func metricsAddress() string {
-	return "127.0.0.1:" + strconv.Itoa(MetricsPort)
+	return "[$(" + hostIPEnv + ")]:" + strconv.Itoa(MetricsPort)
+}
+
+// metricsService is a headless Service over the agent pods' metrics port: a Prometheus
+// (a ServiceMonitor, or a role: endpoints scrape config) finds every agent, holder or not,
+// through its EndpointSlices. Headless, since nobody should load-balance over the agents.
+func (o objectNames) metricsService(namespace string) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(o.name, namespace).
+		WithLabels(o.labels()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(o.selectorLabels()).
+			// An agent that is not ready (its node's kube-apiserver down) is the one to watch.
+			WithPublishNotReadyAddresses(true).
+			WithPorts(corev1ac.ServicePort().
+				WithName("metrics").
+				WithPort(MetricsPort).
+				WithTargetPort(intstr.FromString("metrics")).
+				WithProtocol(corev1.ProtocolTCP)))
 }

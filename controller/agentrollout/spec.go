@@ -48,7 +48,8 @@ const (
 	// through.
 	PairLabel = "kube-vip.extensions.gardener.cloud/vip-pair"
 
-	// MetricsPort is the port of the agent's /metrics, /healthz and /readyz on 127.0.0.1.
+	// MetricsPort is the port of the agent's /metrics, /healthz and /readyz on the node's
+	// address, and of the Service of the same name as the agent.
 	MetricsPort = 9482
 
 	// PeerNamespace holds the kube-apiservers' EndpointSlice that the agent reads to find

@@ -25,7 +25,7 @@ func TestArgsMinimal(t *testing.T) {
 		"--vip=198.18.0.50",
 		"--lease-name=kube-vip-agent",
 		"--lease-namespace=kube-system",
-		"--metrics-address=127.0.0.1:9482",
+		"--metrics-address=[$(KUBE_VIP_HOST_IP)]:9482",
 	}
 	if got := spec.args(); !slices.Equal(got, want) {
 		t.Fatalf("args = %q, want %q", got, want)
@@ -57,7 +57,7 @@ func TestArgsFull(t *testing.T) {
 		"--vip=198.18.0.50",
 		"--lease-name=kube-vip-agent",
 		"--lease-namespace=kube-system",
-		"--metrics-address=127.0.0.1:9482",
+		"--metrics-address=[$(KUBE_VIP_HOST_IP)]:9482",
 		"--interface=eth1",
 		"--apiserver-url=https://127.0.0.1:443",
 		"--lease-duration=3s",

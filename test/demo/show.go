@@ -335,7 +335,7 @@ ip netns exec $DEMO_NODE_NS $KUBECTL -n kube-system get selfhostedshootexposure 
 
 # who holds the VIP, and the agents' metrics (each node namespace)
 for ns in %[3]s; do echo "$ns: $(ip netns exec $ns ip -br addr show eth0)"; done
-ip netns exec %[4]s curl -s 127.0.0.1:9482/metrics | grep '^kube_vip_agent'
+ip netns exec %[4]s sh -c 'curl -s "$(ip -j -4 addr show eth0 | jq -r ".[0].addr_info[0].local")":9482/metrics' | grep '^kube_vip_agent'
 
 # Neutron (project demo): the VIP port, its floating IP and the node ports' allowed address pairs
 hack/demo.sh neutron '/v2.0/ports?tags=%[5]s'

@@ -210,9 +210,22 @@ func KubeBinaries() (string, error) {
 // GardenerCRDPaths returns the files and directories of the CRDs that StartControlPlane
 // installs, taken from the gardener module that go.mod requires.
 func GardenerCRDPaths() ([]string, error) {
-	root, err := RepoRoot()
+	dir, err := GardenerModuleDir()
 	if err != nil {
 		return nil, err
+	}
+	paths := make([]string, 0, len(gardenerCRDs))
+	for _, p := range gardenerCRDs {
+		paths = append(paths, filepath.Join(dir, p))
+	}
+	return paths, nil
+}
+
+// GardenerModuleDir is the directory of the gardener module that go.mod requires.
+func GardenerModuleDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -221,14 +234,9 @@ func GardenerCRDPaths() ([]string, error) {
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("locating module %s: %w: %s", gardenerModule, err, stderr.String())
+		return "", fmt.Errorf("locating module %s: %w: %s", gardenerModule, err, stderr.String())
 	}
-	dir := strings.TrimSpace(stdout.String())
-	paths := make([]string, 0, len(gardenerCRDs))
-	for _, p := range gardenerCRDs {
-		paths = append(paths, filepath.Join(dir, p))
-	}
-	return paths, nil
+	return strings.TrimSpace(stdout.String()), nil
 }
 
 func lastLines(s string, n int) string {

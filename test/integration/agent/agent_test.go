@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -338,7 +339,7 @@ func ctxFor(t testing.TB, parent context.Context, d time.Duration) context.Conte
 // be the node's name.
 func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 	hc := n.HTTPClient(2*time.Second, nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9482/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(n.IP().String(), "9482")+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}

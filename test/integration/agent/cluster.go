@@ -72,7 +72,9 @@ func (c *Cluster) Start(ctx context.Context, n *netns.Node) (*netns.Process, err
 		"--kubeconfig=" + n.Kubeconfig(),
 		"--node-name=" + n.Name(),
 		"--vip=" + vipFlag(c.H.VIPs()),
-		"--metrics-address=127.0.0.1:9482",
+		// As the controller's DaemonSet passes it ([$(KUBE_VIP_HOST_IP)]:9482): the node's
+		// address in brackets, not loopback (metric reads it there).
+		"--metrics-address=[" + n.IP().String() + "]:9482",
 	}, c.ExtraArgs...)
 	p, err := n.Start(ctx, netns.ProcessOptions{Name: "agent", Path: c.Bin, Args: args})
 	if err != nil {

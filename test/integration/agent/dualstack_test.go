@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -137,7 +138,7 @@ func TestDualStackFailover(t *testing.T) {
 
 // metricsText reads the agent's metrics endpoint on node n.
 func metricsText(ctx context.Context, n *netns.Node) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:9482/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(n.IP().String(), "9482")+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}

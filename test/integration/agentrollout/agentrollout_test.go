@@ -10,6 +10,7 @@ package agentrollout_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -131,24 +132,37 @@ func TestDeployCreatesObjectsTheAPIServerAccepts(t *testing.T) {
 	if ctr.Resources.Requests.Cpu().String() != "100m" || !ctr.Resources.Limits.Cpu().IsZero() || ctr.Resources.Requests.Memory().String() != "32Mi" || ctr.Resources.Limits.Memory().String() != "64Mi" {
 		t.Errorf("resources = %+v", ctr.Resources)
 	}
-	for _, want := range []string{"--vip=" + vip, "--apiserver-url=https://127.0.0.1:443", "--metrics-address=127.0.0.1:9482", "--lease-namespace=kube-system"} {
+	for _, want := range []string{"--vip=" + vip, "--apiserver-url=https://127.0.0.1:443", "--metrics-address=[$(KUBE_VIP_HOST_IP)]:9482", "--lease-namespace=kube-system"} {
 		if !slices.Contains(ctr.Args, want) {
 			t.Errorf("args %q lack %q", ctr.Args, want)
 		}
 	}
-	// The node name from the downward API, and a Go memory limit under the container's.
-	if len(ctr.Env) != 2 || ctr.Env[0].Name != "KUBE_VIP_NODE_NAME" || ctr.Env[0].ValueFrom == nil || ctr.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
-		ctr.Env[1].Name != "GOMEMLIMIT" || ctr.Env[1].Value != "48MiB" {
+	// The node name and address from the downward API, and a Go memory limit under the container's.
+	if len(ctr.Env) != 3 || ctr.Env[0].Name != "KUBE_VIP_NODE_NAME" || ctr.Env[0].ValueFrom == nil || ctr.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
+		ctr.Env[1].Name != "KUBE_VIP_HOST_IP" || ctr.Env[1].ValueFrom == nil || ctr.Env[1].ValueFrom.FieldRef.FieldPath != "status.hostIP" ||
+		ctr.Env[2].Name != "GOMEMLIMIT" || ctr.Env[2].Value != "48MiB" {
 		t.Errorf("env = %+v", ctr.Env)
 	}
 	for name, p := range map[string]*corev1.Probe{"/healthz": ctr.LivenessProbe, "/readyz": ctr.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "127.0.0.1" || p.HTTPGet.Path != name || p.HTTPGet.Port.IntValue() != 9482 {
+		// No host: the kubelet probes the pod's IP, the node's address the agent listens on.
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Host != "" || p.HTTPGet.Path != name || p.HTTPGet.Port.IntValue() != 9482 {
 			t.Errorf("probe %s = %+v", name, p)
 		}
 	}
 	// hostNetwork: the port is the node's; declared so the scheduler sees conflicts.
 	if len(ctr.Ports) != 1 || ctr.Ports[0].HostPort != 9482 {
 		t.Errorf("ports = %+v", ctr.Ports)
+	}
+
+	// The metrics Service: headless, over the agent pods' metrics port, not-ready ones too.
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: agentrollout.Name}, svc); err != nil {
+		t.Fatalf("reading the metrics Service: %v", err)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
+		!maps.Equal(svc.Spec.Selector, ds.Spec.Selector.MatchLabels) || !maps.Equal(svc.Labels, agentrollout.Labels()) ||
+		len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9482 || svc.Spec.Ports[0].TargetPort.String() != ctr.Ports[0].Name {
+		t.Errorf("metrics Service = %+v, labels %v", svc.Spec, svc.Labels)
 	}
 
 	// A second Deploy with the same spec changes nothing.
@@ -341,7 +355,7 @@ func TestDeleteWaitsForAgentPods(t *testing.T) {
 	if err != nil || !gone {
 		t.Fatalf("Delete after the pod is gone: gone=%v err=%v", gone, err)
 	}
-	for _, obj := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}} {
+	for _, obj := range []client.Object{&corev1.Service{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &coordinationv1.Lease{}} {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kube-vip-agent"}, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T not removed: %v", obj, err)
 		}

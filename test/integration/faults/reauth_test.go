@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
 	"github.com/gophercloud/gophercloud/v2/pagination"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -80,6 +81,9 @@ func TestPasswordChangedInKeystoneIsUnauthenticated(t *testing.T) {
 	keystone(t, ctx, "changing the password", func(ctx context.Context) error {
 		return users.Update(ctx, identity, user.ID, users.UpdateOpts{Password: second}).Err
 	})
+	// Whatever happens below, the delete in createExposure's cleanup (which runs after this
+	// one) needs the password Keystone has now.
+	t.Cleanup(func() { setPassword(t, e, secret, second) })
 	// Neutron keeps accepting the revoked token until its validation cache (hack/openstack.sh:
 	// token_cache_time 5 s) lets it go.
 	time.Sleep(neutronTokenCache + time.Second)
@@ -100,11 +104,22 @@ func TestPasswordChangedInKeystoneIsUnauthenticated(t *testing.T) {
 
 	// The operator then puts the new password into the Secret: the exposure recovers without
 	// waiting out the backoff (the Secret's version is an input), and its delete can clean up.
-	secret.Data[openstack.KeyPassword] = []byte(second)
-	if err := e.cp.Client.Update(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
+	setPassword(t, e, secret, second)
 	(&observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}).poll(ctx, "the exposure to succeed with the new password", succeeded)
+}
+
+// setPassword puts password into the Secret.
+func setPassword(t *testing.T, e *sharedEnv, secret *corev1.Secret, password string) {
+	t.Helper()
+	current := &corev1.Secret{}
+	if err := e.cp.Client.Get(context.Background(), client.ObjectKeyFromObject(secret), current); err != nil {
+		t.Errorf("reading Secret %s: %v", secret.Name, err)
+		return
+	}
+	current.Data[openstack.KeyPassword] = []byte(password)
+	if err := e.cp.Client.Update(context.Background(), current); err != nil {
+		t.Errorf("updating Secret %s: %v", secret.Name, err)
+	}
 }
 
 // neutronTokenCache is the local Neutron's keystonemiddleware token_cache_time.
