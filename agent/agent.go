@@ -47,6 +47,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	clk := clock.RealClock{}
 	registry, registerer := newRegistry(cfg.NodeName)
 	m := newMetrics(registerer, clk)
+	m.describeVIPs(vips)
 	restConfig.WrapTransport = m.countRequests("apiserver")
 	leases, err := election.NewLeaseClient(restConfig, cfg.LeaseNamespace)
 	if err != nil {

@@ -6,6 +6,7 @@ package agent
 
 import (
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -48,7 +49,10 @@ type metrics struct {
 	etcdLeader prometheus.Gauge
 	// etcdReadable is 1 while the last read of the local etcd member's metrics succeeded:
 	// at 0 the etcd-leader yield is off, which etcdLeader alone does not show.
-	etcdReadable     prometheus.Gauge
+	etcdReadable prometheus.Gauge
+	// vipInfo is 1 for each VIP of the exposure, labelled with the address and its family;
+	// vipPresent and the other unlabelled metrics cover them together.
+	vipInfo          *prometheus.GaugeVec
 	clock            clock.PassiveClock
 	mu               sync.Mutex
 	lastTransitionAt time.Time
@@ -64,7 +68,10 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 		garpSent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "gratuitous_arps_sent_total",
 			Help: "Gratuitous ARP (or unsolicited neighbour advertisement) packets sent for the VIP."}),
 		vipPresent: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "vip_present",
-			Help: "1 while the VIP is configured on this node's interface, else 0."}),
+			Help: "1 while the VIP (every VIP of a dual-stack exposure) is configured on this node's interface, else 0."}),
+		vipInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "vip_info",
+			Help: "1 for each VIP this agent is configured for (--vip), labelled with the address and its family (ipv4, ipv6); it holds all of them or none."},
+			[]string{"vip", "family"}),
 		apiserverHealthy: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "apiserver_healthy",
 			Help: "1 while the local kube-apiserver answers /readyz (and the interface is up), else 0."}),
 		probeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "apiserver_probe_duration_seconds",
@@ -93,8 +100,19 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, m.etcdReadable, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, m.etcdReadable, m.vipInfo, since)
 	return m
+}
+
+// describeVIPs sets vip_info for each of the exposure's VIPs.
+func (m *metrics) describeVIPs(vips []netip.Addr) {
+	for _, v := range vips {
+		family := "ipv4"
+		if v.Is6() {
+			family = "ipv6"
+		}
+		m.vipInfo.WithLabelValues(v.String(), family).Set(1)
+	}
 }
 
 func (m *metrics) transition(leading bool) {

@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
@@ -18,9 +16,10 @@ import (
 )
 
 // An exposure has one VIP per family, held on the same node: the election is per
-// exposure, so the keeper sees the VIPs as one address, one announcer and one guard. Each
-// of the types below applies an operation to every VIP, never stopping at the first
-// failure, so that a failing family never keeps another one on the NIC or off the LAN.
+// exposure, so the keeper sees the VIPs as one address, one announcer and one guard
+// (arp.Guards). Each of the types below applies an operation to every VIP, never stopping
+// at the first failure, so that a failing family never keeps another one on the NIC or off
+// the LAN.
 
 // addresses are the VIPs on the NIC.
 type addresses []address
@@ -83,64 +82,11 @@ func (as announcers) Close() error {
 	return errors.Join(errs...)
 }
 
-// guards is the takeover guard of every family: the VIPs count as free only when every
-// family's guard finds its VIP free in the same call. A guard that found its VIP free
-// while another did not starts over (a new socket, new requests) on the next call, so
-// that a verdict never rests on requests older than the call that adds the VIPs.
-type guards []guard
-
-// Free runs every family's guard at once (each is used by this one caller only).
-func (gs guards) Free(ctx context.Context, since, until time.Time) (bool, string, error) {
-	if len(gs) == 1 {
-		return gs[0].Free(ctx, since, until)
-	}
-	type verdict struct {
-		free   bool
-		holder string
-		err    error
-	}
-	verdicts := make([]verdict, len(gs))
-	var wg sync.WaitGroup
-	for i, g := range gs {
-		wg.Go(func() {
-			v := &verdicts[i]
-			v.free, v.holder, v.err = g.Free(ctx, since, until)
-		})
-	}
-	wg.Wait()
-	allFree := true
-	var holders []string
-	var errs []error
-	for _, v := range verdicts {
-		allFree = allFree && v.free && v.err == nil
-		if v.holder != "" {
-			holders = append(holders, v.holder)
-		}
-		errs = append(errs, v.err)
-	}
-	if !allFree {
-		for i, v := range verdicts {
-			if v.free {
-				_ = gs[i].Close()
-			}
-		}
-	}
-	return allFree, strings.Join(holders, ","), errors.Join(errs...)
-}
-
-func (gs guards) Close() error {
-	var errs []error
-	for _, g := range gs {
-		errs = append(errs, g.Close())
-	}
-	return errors.Join(errs...)
-}
-
 // vipSet is the exposure's VIPs on one interface.
 type vipSet struct {
 	addrs     []*vip.Address
 	announce  announcers
-	guard     guards
+	guard     arp.Guards
 	addresses addresses
 }
 

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 )
 
 // newDualStackKeeper returns a keeper holding one VIP per family, each with its own guard.
@@ -18,7 +20,7 @@ func newDualStackKeeper(t *testing.T) (*keeper, [2]*fakeAddress, [2]*fakeGuard) 
 	v6 := &fakeAddress{clock: clk, lifetime: time.Second}
 	g4, g6 := &fakeGuard{clock: clk}, &fakeGuard{clock: clk}
 	k.addr = addresses{v4, v6}
-	k.guard = guards{g4, g6}
+	k.guard = arp.Guards{g4, g6}
 	return k, [2]*fakeAddress{v4, v6}, [2]*fakeGuard{g4, g6}
 }
 

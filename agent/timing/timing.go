@@ -28,6 +28,12 @@
 //     share the L2 segment, the holder's kernel answers (arp_ignore, arptables and
 //     ip6tables allow it), every answer arrives within TakeoverReplyBound and not
 //     TakeoverProbes answers in a row are lost.
+//   - A dual-stack exposure (one VIP per family) is held as one: the same term, the same
+//     lifetime for each address, and a guard per family whose verdicts must all be "free"
+//     in the same call before any VIP is added (arp.Guards). A removal that fails for one
+//     family does not end the term early for the rule: the Lease is then not released and
+//     that address runs out by its lifetime, while the next leader's guard of that family
+//     waits for it, and with it the takeover of both.
 //
 // A third case is a holder whose renewals stall without a verdict (an etcd election): it
 // may hold its term StalledWriteHold longer (StalledTerm) where the guard protects the VIP,

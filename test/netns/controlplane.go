@@ -39,10 +39,13 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 			return fmt.Errorf("kube binaries in %s: %w", binDir, err)
 		}
 	}
-	ips := []netip.Addr{h.opts.VIP}
+	ips := h.VIPs()
 	var cluster []string
 	for _, n := range h.nodes {
 		ips = append(ips, n.addr)
+		if ip6 := n.IP6(); ip6.IsValid() {
+			ips = append(ips, ip6)
+		}
 		cluster = append(cluster, fmt.Sprintf("%s=http://%s:2380", n.name, n.addr))
 	}
 	if h.pki, err = newPKI(filepath.Join(h.dir, "pki"), ips); err != nil {

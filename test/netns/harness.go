@@ -35,6 +35,10 @@ type Options struct {
 	// VIP is the virtual IP tests move around; default host .100 of Subnet. It goes into
 	// the serving certificate and is the sampler's and the capture's subject.
 	VIP netip.Addr
+	// VIP6, if set, is a second VIP, IPv6, of the same exposure (a dual-stack agent holds
+	// both): the LAN then also carries VIP6's /64, every endpoint gets the address of that
+	// /64 whose last byte is that of its IPv4 address, and the holder sampler watches both.
+	VIP6 netip.Addr
 	// ControlPlane starts etcd and kube-apiserver on every node.
 	ControlPlane bool
 	// BinDir holds kube-apiserver and etcd; default: the output of
@@ -161,6 +165,9 @@ func (o *Options) defaults() error {
 	if !o.VIP.IsValid() {
 		o.VIP = hostAddr(o.Subnet, 100)
 	}
+	if o.VIP6.IsValid() && !o.VIP6.Is6() {
+		return fmt.Errorf("VIP6 must be an IPv6 address, got %s", o.VIP6)
+	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
@@ -188,6 +195,29 @@ func (h *Harness) Dir() string { return h.dir }
 
 // VIP is the virtual IP of this harness.
 func (h *Harness) VIP() netip.Addr { return h.opts.VIP }
+
+// VIPs are the harness's VIPs: VIP, and VIP6 if set.
+func (h *Harness) VIPs() []netip.Addr {
+	if h.opts.VIP6.IsValid() {
+		return []netip.Addr{h.opts.VIP, h.opts.VIP6}
+	}
+	return []netip.Addr{h.opts.VIP}
+}
+
+// VIP6 is the harness's IPv6 VIP; invalid unless Options.VIP6 is set.
+func (h *Harness) VIP6() netip.Addr { return h.opts.VIP6 }
+
+// ipv6For is the IPv6 address of the endpoint whose IPv4 address is a: VIP6's /64 with a's
+// last byte; invalid without VIP6.
+func (h *Harness) ipv6For(a netip.Addr) netip.Addr {
+	if !h.opts.VIP6.IsValid() {
+		return netip.Addr{}
+	}
+	b := h.opts.VIP6.As16()
+	clear(b[8:])
+	b[15] = a.As4()[3]
+	return netip.AddrFrom16(b)
+}
 
 // VIPPrefix is the VIP as a host prefix (/32 or /128).
 func (h *Harness) VIPPrefix() netip.Prefix {
@@ -226,15 +256,15 @@ func (h *Harness) NodeByMAC(mac net.HardwareAddr) *Node {
 // Client is the client namespace.
 func (h *Harness) Client() *Client { return h.client }
 
-// Holders returns the nodes that have the VIP on any interface right now.
+// Holders returns the nodes that have a VIP (any of VIPs) on any interface right now.
 func (h *Harness) Holders() ([]*Node, error) {
 	var out []*Node
 	for _, n := range h.nodes {
-		ok, err := n.HasAddress(h.opts.VIP)
+		held, err := n.HeldVIPs()
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if len(held) > 0 {
 			out = append(out, n)
 		}
 	}

@@ -62,7 +62,12 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 		return err
 	}
 	for _, ep := range h.bridged(eps) {
-		cmds := fmt.Sprintf("link set lo up\naddr add %s/%d dev eth0\nlink set eth0 up\n", ep.addr, bits)
+		cmds := fmt.Sprintf("link set lo up\naddr add %s/%d dev eth0\n", ep.addr, bits)
+		if ip6 := h.ipv6For(ep.addr); ip6.IsValid() {
+			// nodad: usable at once, like the VIP itself.
+			cmds += fmt.Sprintf("addr add %s/64 dev eth0 nodad\n", ip6)
+		}
+		cmds += "link set eth0 up\n"
 		if err := ipBatch(ctx, ep.nsName, cmds); err != nil {
 			return err
 		}

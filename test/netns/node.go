@@ -176,6 +176,28 @@ func (n *Node) HasAddress(ip netip.Addr) (bool, error) {
 	return false, nil
 }
 
+// HeldVIPs returns the harness's VIPs that are on the node (one netlink dump), in the
+// order of Harness.VIPs.
+func (n *Node) HeldVIPs() ([]netip.Addr, error) {
+	addrs, err := n.ns.nl.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing addresses: %w", n.name, err)
+	}
+	var held []netip.Addr
+	for _, vip := range n.h.VIPs() {
+		for _, a := range addrs {
+			if got, ok := netip.AddrFromSlice(a.IP); ok && got.Unmap() == vip {
+				held = append(held, vip)
+				break
+			}
+		}
+	}
+	return held, nil
+}
+
+// IP6 is the node's IPv6 address on the LAN; invalid unless the harness has VIP6.
+func (n *Node) IP6() netip.Addr { return n.h.ipv6For(n.addr) }
+
 // DialContext opens a connection from inside the node's namespace.
 func (n *Node) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	return n.ns.DialContext(ctx, network, address)

@@ -6,6 +6,7 @@ package netns
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -22,10 +23,12 @@ type HolderChange struct {
 	Holders []string
 }
 
-// Overlap is a moment when two or more nodes held the VIP at the same time.
+// Overlap is a moment when two or more nodes held the same VIP at the same time.
 type Overlap struct {
 	At      time.Time
 	Holders []string
+	// VIP is the address they held.
+	VIP netip.Addr
 }
 
 // SamplerReport is what a holder sampler saw.
@@ -37,6 +40,10 @@ type SamplerReport struct {
 	Changes []HolderChange
 	// Overlaps lists the confirmed instants with more than one holder.
 	Overlaps []Overlap
+	// Partial counts the sweeps that found a node holding some of the harness's VIPs but
+	// not all (only with Options.VIP6): a takeover adds them one after another, so a sweep
+	// may fall between the two writes; a node that keeps only one is a defect.
+	Partial int
 	// Errors counts failed sweeps; FirstError is the first of them.
 	Errors     int
 	FirstError string
@@ -95,33 +102,51 @@ func (s *HolderSampler) run(ctx context.Context, h *Harness, opts SamplerOptions
 func (s *HolderSampler) sweep(h *Harness) {
 	r := &s.report
 	at := time.Now()
-	holders, err := h.Holders()
-	if err != nil {
-		r.Errors++
-		if r.FirstError == "" {
-			r.FirstError = err.Error()
+	vips := h.VIPs()
+	var holders []*Node
+	byVIP := map[netip.Addr][]*Node{}
+	partial := false
+	for _, n := range h.nodes {
+		held, err := n.HeldVIPs()
+		if err != nil {
+			r.Errors++
+			if r.FirstError == "" {
+				r.FirstError = err.Error()
+			}
+			return
 		}
-		return
+		if len(held) > 0 {
+			holders = append(holders, n)
+			partial = partial || len(held) < len(vips)
+		}
+		for _, vip := range held {
+			byVIP[vip] = append(byVIP[vip], n)
+		}
 	}
 	r.Sweeps++
+	if partial {
+		r.Partial++
+	}
 	names := Names(holders)
 	if len(r.Changes) == 0 || !slices.Equal(names, r.Changes[len(r.Changes)-1].Holders) {
 		r.Changes = append(r.Changes, HolderChange{At: at, Holders: names})
 	}
-	if len(holders) > 1 {
-		if confirmed := confirmOverlap(h, holders); len(confirmed) > 1 {
-			r.Overlaps = append(r.Overlaps, Overlap{At: at, Holders: confirmed})
+	for _, vip := range vips {
+		if nodes := byVIP[vip]; len(nodes) > 1 {
+			if confirmed := confirmOverlap(vip, nodes); len(confirmed) > 1 {
+				r.Overlaps = append(r.Overlaps, Overlap{At: at, Holders: confirmed, VIP: vip})
+			}
 		}
 	}
 }
 
-// confirmOverlap re-reads every holder but the last one of a sweep and returns those still
-// holding plus the last one.
-func confirmOverlap(h *Harness, holders []*Node) []string {
+// confirmOverlap re-reads every holder of vip but the last one of a sweep and returns those
+// still holding it plus the last one.
+func confirmOverlap(vip netip.Addr, holders []*Node) []string {
 	last := holders[len(holders)-1]
 	var out []string
 	for _, n := range holders[:len(holders)-1] {
-		if ok, err := n.HasAddress(h.opts.VIP); err == nil && ok {
+		if ok, err := n.HasAddress(vip); err == nil && ok {
 			out = append(out, n.name)
 		}
 	}

@@ -10,8 +10,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,7 +71,7 @@ func (c *Cluster) Start(ctx context.Context, n *netns.Node) (*netns.Process, err
 	args := append([]string{
 		"--kubeconfig=" + n.Kubeconfig(),
 		"--node-name=" + n.Name(),
-		"--vip=" + c.H.VIP().String(),
+		"--vip=" + vipFlag(c.H.VIPs()),
 		"--metrics-address=127.0.0.1:9482",
 	}, c.ExtraArgs...)
 	p, err := n.Start(ctx, netns.ProcessOptions{Name: "agent", Path: c.Bin, Args: args})
@@ -78,6 +80,15 @@ func (c *Cluster) Start(ctx context.Context, n *netns.Node) (*netns.Process, err
 	}
 	c.agents[n.Name()] = p
 	return p, nil
+}
+
+// vipFlag is the value of --vip: the VIPs separated by commas.
+func vipFlag(vips []netip.Addr) string {
+	s := make([]string, len(vips))
+	for i, v := range vips {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // StartAll starts the agent on every node where none runs.

@@ -41,7 +41,7 @@ type lanFamily struct {
 
 var (
 	lanIPv4 = lanFamily{oldIP: "198.18.5.1/24", newIP: "198.18.5.2/24", vip: address}
-	lanIPv6 = lanFamily{oldIP: "2001:db8:5::1/64", newIP: "2001:db8:5::2/64", vip: netip.MustParseAddr("2001:db8:5::100")}
+	lanIPv6 = lanFamily{oldIP: "2001:2:5::1/64", newIP: "2001:2:5::2/64", vip: netip.MustParseAddr("2001:2:5::100")}
 )
 
 // bothFamilies runs body as a subtest for IPv4 and for IPv6.
