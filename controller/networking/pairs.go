@@ -24,6 +24,9 @@ var ErrNodePortMissing = errors.New("control-plane node without Neutron port")
 type Pairs struct {
 	NetworkID string
 	VIP       string
+	// OtherVIPs are the VIPs of the other IP families: each node port gets a pair for
+	// every VIP (the node port holds an address of each family).
+	OtherVIPs []string
 	// VIPPortID is never touched.
 	VIPPortID string
 	Nodes     []Node
@@ -33,6 +36,10 @@ type Pairs struct {
 	// Retain are ports that keep the VIP pair they have, e.g. of a node that left the
 	// control plane while its agent may still hold the VIP.
 	Retain []string
+}
+
+func (p *Pairs) vips() []string {
+	return append([]string{p.VIP}, p.OtherVIPs...)
 }
 
 // Node is a control-plane node: its name and the address its port holds.
@@ -104,7 +111,17 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 			continue
 		}
 		wg.Go(func() {
-			updated, err := s.neutron.EnsurePair(ctx, &port, want.VIP)
+			var (
+				updated bool
+				err     error
+			)
+			for _, vip := range want.vips() {
+				var u bool
+				if u, err = s.neutron.EnsurePair(ctx, &port, vip); err != nil {
+					break
+				}
+				updated = updated || u
+			}
 			if openstack.IsPortSecurityDisabled(err) {
 				s.log.Info("The node port has port security disabled: it passes the VIP without an allowed address pair and is left alone", "node", n.Name, "port", port.ID)
 				mu.Lock()
@@ -126,9 +143,11 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	}
 	for _, p := range stale {
 		wg.Go(func() {
-			if _, err := s.neutron.RemovePairFromPort(ctx, &p, want.VIP); err != nil {
-				fail(err)
-				return
+			for _, vip := range want.vips() {
+				if _, err := s.neutron.RemovePairFromPort(ctx, &p, vip); err != nil {
+					fail(err)
+					return
+				}
 			}
 			s.log.Info("Removed the VIP from the allowed address pairs of a port that is no control-plane node's", "port", p.ID)
 		})
@@ -159,7 +178,7 @@ func (s *Service) staleManagedPorts(ctx context.Context, want Pairs, keep map[st
 		if err != nil {
 			return nil, err
 		}
-		if openstack.HasPair(p, want.VIP) {
+		if slices.ContainsFunc(want.vips(), func(vip string) bool { return openstack.HasPair(p, vip) }) {
 			stale = append(stale, *p)
 		}
 	}
