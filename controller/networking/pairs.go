@@ -42,10 +42,22 @@ func (p *Pairs) vips() []string {
 	return append([]string{p.VIP}, p.OtherVIPs...)
 }
 
-// Node is a control-plane node: its name and the address its port holds.
+// Node is a control-plane node: its name and the addresses its port holds (a dual-stack
+// node's port holds one of each family).
 type Node struct {
-	Name string
-	IP   string
+	Name     string
+	IP       string
+	OtherIPs []string
+}
+
+// portIn finds the node's port by any of its addresses.
+func (n Node) portIn(byIP map[string]ports.Port) (ports.Port, bool) {
+	for _, ip := range append([]string{n.IP}, n.OtherIPs...) {
+		if p, ok := byIP[ip]; ok {
+			return p, true
+		}
+	}
+	return ports.Port{}, false
 }
 
 // ReconcilePairs adds the VIP pair to the ports of the control-plane nodes and removes it from
@@ -62,6 +74,7 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	ips := make([]string, 0, len(want.Nodes))
 	for _, n := range want.Nodes {
 		ips = append(ips, n.IP)
+		ips = append(ips, n.OtherIPs...)
 	}
 	list, err := s.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: want.NetworkID, FixedIPs: ips})
 	if err != nil {
@@ -92,7 +105,7 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 		errs = append(errs, err)
 	}
 	for _, n := range want.Nodes {
-		port, ok := byIP[n.IP]
+		port, ok := n.portIn(byIP)
 		if !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
 			continue
@@ -106,7 +119,7 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	}
 	// Each port is updated on its own copy; the updates of different ports do not conflict.
 	for _, n := range want.Nodes {
-		port, ok := byIP[n.IP]
+		port, ok := n.portIn(byIP)
 		if !ok {
 			continue
 		}
