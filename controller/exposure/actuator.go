@@ -77,6 +77,9 @@ func (a *Actuator) Reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		}
 		unlock()
 	}
+	if families := shootFamilies(clusterShoot(cluster)); hasIPv6(families) {
+		return familyIngress(families, status, internalOnly), a.finish(exp, err)
+	}
 	return ingress(ingressOf(status, internalOnly)), a.finish(exp, err)
 }
 

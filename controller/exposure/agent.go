@@ -33,6 +33,7 @@ func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.Self
 		Implementation: v1alpha1.ImplementationOf(in.config.Agent),
 		Image:          image,
 		VIP:            status.VIPAddress,
+		OtherVIPs:      otherVIPAddresses(status),
 		APIServerPort:  exp.Spec.Port,
 		Agent:          in.config.Agent,
 	}
@@ -40,6 +41,15 @@ func (a *Actuator) deployAgent(ctx context.Context, exp *extensionsv1alpha1.Self
 		return fmt.Errorf("rolling out the %s agent: %w", spec.Implementation, err)
 	}
 	return nil
+}
+
+// otherVIPAddresses are the VIPs of the exposure's other IP families.
+func otherVIPAddresses(status *v1alpha1.ExposureStatus) []string {
+	var vips []string
+	for _, v := range status.OtherVIPs {
+		vips = append(vips, v.Address)
+	}
+	return vips
 }
 
 // agentImage is the image of the agent implementation the config chooses.

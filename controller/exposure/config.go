@@ -154,6 +154,9 @@ type Config struct {
 	// ProbeFloatingIP: Succeeded requires the floating IP to answer too (default true).
 	ProbeFloatingIP bool
 	Agent           *v1alpha1.AgentConfig
+	// Families are the VIP's subnets per IP family of a shoot with IPv6 (empty: IPv4
+	// only, on SubnetID).
+	Families []FamilySubnet
 }
 
 // NeedsFloatingIP tells whether the exposure has a floating IP.
@@ -307,9 +310,9 @@ func ValidateResolved(c *Config, subnet SubnetFacts, fldPath *field.Path) field.
 	if subnet.NetworkID != "" && subnet.NetworkID != c.NetworkID {
 		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet is not in network %s", c.NetworkID)))
 	}
-	// the VIP port is IPv4-only for now: a port on an IPv6 subnet would get no floating IP
-	if p, err := netip.ParsePrefix(subnet.CIDR); err == nil && !p.Addr().Unmap().Is4() {
-		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet %s is IPv6, and this extension builds IPv4 front doors only", subnet.CIDR)))
+	// an IPv4-only shoot's VIP port is IPv4: a port on an IPv6 subnet would get no floating IP
+	if p, err := netip.ParsePrefix(subnet.CIDR); err == nil && !p.Addr().Unmap().Is4() && len(c.Families) == 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("subnetID"), c.SubnetID, fmt.Sprintf("the subnet %s is IPv6, but the shoot's ipFamilies are [IPv4]", subnet.CIDR)))
 	}
 	return append(errs, validateVIPRange(c.VIPAddress, subnet.CIDR, fldPath)...)
 }

@@ -129,7 +129,7 @@ func TestValidateResolved(t *testing.T) {
 	}
 	c = ResolveConfig(&v1alpha1.ExposureConfig{SubnetID: new("v6")}, infra())
 	errs = ValidateResolved(c, SubnetFacts{NetworkID: c.NetworkID, CIDR: "2001:2:0:10::/64"}, root)
-	if len(errs) != 1 || errs[0].Field != "spec.providerConfig.subnetID" || !strings.Contains(errs[0].Detail, "builds IPv4 front doors only") {
+	if len(errs) != 1 || errs[0].Field != "spec.providerConfig.subnetID" || !strings.Contains(errs[0].Detail, "the shoot's ipFamilies are [IPv4]") {
 		t.Errorf("IPv6 subnet: %v", errs)
 	}
 	errs = ValidateResolved(ResolveConfig(&v1alpha1.ExposureConfig{}, &InfrastructureStatus{}), SubnetFacts{}, root)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 )
 
 // PurposeNodesIPv6 is provider-openstack's purpose of the IPv6 node subnet of a dual-stack
@@ -171,18 +172,61 @@ func familyOf(a netip.Addr) gardencorev1beta1.IPFamily {
 	return gardencorev1beta1.IPFamilyIPv6
 }
 
-// checkIPv4Build refuses, before any side effect, what this actuator does not build yet: it
-// creates an IPv4 VIP port with an IPv4 front door only, so an IPv6 family, subnetIDs, an
-// IPv6 VIP or an IPv6 floating IP would give a front door Gardener's DNS value cannot use.
+// shootFamilies is the shoot's spec.networking.ipFamilies (empty: IPv4 only).
+func shootFamilies(shoot *gardencorev1beta1.Shoot) []gardencorev1beta1.IPFamily {
+	if shoot == nil || shoot.Spec.Networking == nil {
+		return nil
+	}
+	return shoot.Spec.Networking.IPFamilies
+}
+
+// hasIPv6 tells whether the shoot's ipFamilies include IPv6: only then are the families
+// resolved (ResolveFamilies); an IPv4-only exposure keeps its one-subnet path.
+func hasIPv6(families []gardencorev1beta1.IPFamily) bool {
+	return slices.Contains(families, gardencorev1beta1.IPFamilyIPv6)
+}
+
+// applyFamilies places the front door on the resolved subnets: the IPv4 subnet (if any)
+// is the VIP port's first fixed IP, so that vipAddress, the floating IP and the pair label
+// keep meaning the IPv4 VIP; the other family's subnet is in OtherSubnets. An IPv6-only
+// exposure has no floating IP: its IPv6 VIP is the front door, as for internalOnly.
+func applyFamilies(c *Config, families []FamilySubnet, networkID string) {
+	c.Families = families
+	first := slices.IndexFunc(families, func(f FamilySubnet) bool { return f.Family == gardencorev1beta1.IPFamilyIPv4 })
+	if first < 0 {
+		first = 0
+		c.InternalOnly = true
+		c.FloatingNetworkID, c.FloatingPoolName, c.FloatingIP = "", "", ""
+	}
+	c.SubnetID, c.VIPAddress = families[first].SubnetID, families[first].VIPAddress
+	c.SubnetCIDR, c.SubnetNetworkID = families[first].CIDR.String(), networkID
+	c.OtherSubnets = nil
+	for i, f := range families {
+		if i != first {
+			c.OtherSubnets = append(c.OtherSubnets, networking.SubnetVIP{SubnetID: f.SubnetID, VIPAddress: f.VIPAddress})
+		}
+	}
+}
+
+// subnetCIDRs maps the Infrastructure's subnets to their CIDRs.
+func subnetCIDRs(infra *InfrastructureStatus) map[string]string {
+	m := map[string]string{}
+	for _, s := range infra.Networks.Subnets {
+		m[s.ID] = s.CIDR
+	}
+	return m
+}
+
+// checkIPv4Build refuses, before any side effect, what this actuator does not build: a
+// subnetIDs list (its subnets' families would need Neutron before the immutability rule;
+// the Infrastructure's nodes and nodes-ipv6 subnets are used instead), an IPv6 vipAddress
+// on an IPv4-only shoot, and an IPv6 floating IP (Neutron has none).
 func checkIPv4Build(cfg *v1alpha1.ExposureConfig, shoot *gardencorev1beta1.Shoot, source ConfigSource) error {
 	path := field.NewPath(string(source))
-	if shoot != nil && shoot.Spec.Networking != nil && slices.Contains(shoot.Spec.Networking.IPFamilies, gardencorev1beta1.IPFamilyIPv6) {
-		return configError("the shoot's spec.networking.ipFamilies %v include IPv6, but this extension builds IPv4 front doors only: use ipFamilies [IPv4]", shoot.Spec.Networking.IPFamilies)
-	}
 	if len(cfg.SubnetIDs) > 0 {
-		return configError("fix the provider config: %s is for IPv6 and dual-stack front doors, which this extension does not build yet: use subnetID", path.Child("subnetIDs"))
+		return configError("fix the provider config: %s is not supported by this version: it takes the VIP's subnet of each IP family from the Infrastructure (purposes nodes and nodes-ipv6); remove %s", path.Child("subnetIDs"), path.Child("subnetIDs"))
 	}
-	if cfg.VIPAddress != nil {
+	if cfg.VIPAddress != nil && !hasIPv6(shootFamilies(shoot)) {
 		if vip, err := netip.ParseAddr(*cfg.VIPAddress); err == nil && !vip.Unmap().Is4() {
 			return configError("fix the provider config: %s %s is IPv6, but the shoot's ipFamilies are [IPv4]", path.Child("vipAddress"), *cfg.VIPAddress)
 		}
@@ -193,4 +237,25 @@ func checkIPv4Build(cfg *v1alpha1.ExposureConfig, shoot *gardencorev1beta1.Shoot
 		}
 	}
 	return nil
+}
+
+// familyIngress is status.ingress of a resolved exposure, in the shoot's ipFamilies order:
+// the published door of the first fixed IP (floating IP, or the VIP when internal-only or
+// IPv6-only) and each other VIP for its family.
+func familyIngress(families []gardencorev1beta1.IPFamily, status *v1alpha1.ExposureStatus, internalOnly bool) []corev1.LoadBalancerIngress {
+	first := ingressOf(status, internalOnly)
+	if first == "" {
+		return nil
+	}
+	vip, err := netip.ParseAddr(status.VIPAddress)
+	if err != nil {
+		return ingress(first)
+	}
+	doors := map[gardencorev1beta1.IPFamily]string{familyOf(vip): first}
+	for _, v := range status.OtherVIPs {
+		if a, err := netip.ParseAddr(v.Address); err == nil {
+			doors[familyOf(a)] = v.Address
+		}
+	}
+	return FamilyIngress(families, doors)
 }

@@ -5,6 +5,7 @@
 package exposure
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/networking"
 )
 
 var (
@@ -114,8 +116,9 @@ func TestFamilyIngressDNSValue(t *testing.T) {
 	}
 }
 
-// Until the actuator builds IPv6 front doors, every IPv6 input is refused before any
-// OpenStack call, as a configuration problem, and an IPv4 shoot passes.
+// What the actuator does not build is refused before any OpenStack call, as a
+// configuration problem: a subnetIDs list, an IPv6 VIP on an IPv4 shoot, an IPv6 floating
+// IP. IPv4, IPv6-only and dual-stack shoots pass.
 func TestCheckIPv4Build(t *testing.T) {
 	shoot := func(families ...gardencorev1beta1.IPFamily) *gardencorev1beta1.Shoot {
 		return &gardencorev1beta1.Shoot{Spec: gardencorev1beta1.ShootSpec{Networking: &gardencorev1beta1.Networking{IPFamilies: families}}}
@@ -128,9 +131,11 @@ func TestCheckIPv4Build(t *testing.T) {
 	}{
 		{name: "IPv4 shoot", shoot: shoot(v4)},
 		{name: "no networking", shoot: &gardencorev1beta1.Shoot{}},
-		{name: "IPv6-only shoot", shoot: shoot(v6), want: "include IPv6"},
-		{name: "dual-stack shoot", shoot: shoot(v4, v6), want: "include IPv6"},
-		{name: "subnetIDs", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s4"}}, want: "providerConfig.subnetIDs is for IPv6"},
+		{name: "IPv6-only shoot", shoot: shoot(v6)},
+		{name: "dual-stack shoot", shoot: shoot(v4, v6)},
+		{name: "IPv6 VIP on a dual-stack shoot", shoot: shoot(v6, v4), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:10::c8")}},
+		{name: "subnetIDs", shoot: shoot(v4, v6), cfg: v1alpha1.ExposureConfig{SubnetIDs: []string{"s4"}}, want: "providerConfig.subnetIDs is not supported by this version"},
+		{name: "IPv6 floating IP on a dual-stack shoot", shoot: shoot(v4, v6), cfg: v1alpha1.ExposureConfig{FloatingIP: ptr.To("2001:2:0:1::5")}, want: "Neutron has no IPv6 floating IPs"},
 		{name: "IPv6 VIP", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{VIPAddress: ptr.To("2001:2:0:10::c8")}, want: "is IPv6, but the shoot's ipFamilies are [IPv4]"},
 		{name: "IPv6 floating IP", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{FloatingIP: ptr.To("2001:2:0:1::5")}, want: "Neutron has no IPv6 floating IPs"},
 	} {
@@ -147,6 +152,54 @@ func TestCheckIPv4Build(t *testing.T) {
 			}
 			if codes := v1beta1helper.ExtractErrorCodes(err); !slices.Contains(codes, gardencorev1beta1.ErrorConfigurationProblem) {
 				t.Errorf("codes %v, want %s", codes, gardencorev1beta1.ErrorConfigurationProblem)
+			}
+		})
+	}
+}
+
+// The resolved families place the VIP port: the IPv4 subnet first (vipAddress, floating IP
+// and pair label stay IPv4), the IPv6 one beside it; an IPv6-only exposure has no floating
+// IP. status.ingress follows the shoot's ipFamilies order, and Gardener's DNS value is the
+// first family's door.
+func TestApplyFamiliesAndIngress(t *testing.T) {
+	v4s := FamilySubnet{Family: v4, SubnetID: "s4", CIDR: netip.MustParsePrefix("198.18.0.0/24")}
+	v6s := FamilySubnet{Family: v6, SubnetID: "s6", CIDR: netip.MustParsePrefix("2001:2:0:10::/64"), VIPAddress: "2001:2:0:10::c8"}
+	for _, tc := range []struct {
+		name     string
+		families []gardencorev1beta1.IPFamily
+		subnets  []FamilySubnet
+		status   v1alpha1.ExposureStatus
+		first    string
+		others   []networking.SubnetVIP
+		internal bool
+		dns      []string
+	}{
+		{name: "dual stack, IPv6 first", families: []gardencorev1beta1.IPFamily{v6, v4}, subnets: []FamilySubnet{v6s, v4s},
+			status: v1alpha1.ExposureStatus{PortID: "p", VIPAddress: "198.18.0.5", FloatingIPAddress: "198.19.0.5", OtherVIPs: []v1alpha1.FamilyVIP{{SubnetID: "s6", Address: "2001:2:0:10::c8"}}},
+			first:  "s4", others: []networking.SubnetVIP{{SubnetID: "s6", VIPAddress: "2001:2:0:10::c8"}}, dns: []string{"2001:2:0:10::c8"}},
+		{name: "dual stack, IPv4 first", families: []gardencorev1beta1.IPFamily{v4, v6}, subnets: []FamilySubnet{v4s, v6s},
+			status: v1alpha1.ExposureStatus{PortID: "p", VIPAddress: "198.18.0.5", FloatingIPAddress: "198.19.0.5", OtherVIPs: []v1alpha1.FamilyVIP{{SubnetID: "s6", Address: "2001:2:0:10::c8"}}},
+			first:  "s4", others: []networking.SubnetVIP{{SubnetID: "s6", VIPAddress: "2001:2:0:10::c8"}}, dns: []string{"198.19.0.5"}},
+		{name: "IPv6 only", families: []gardencorev1beta1.IPFamily{v6}, subnets: []FamilySubnet{v6s},
+			status: v1alpha1.ExposureStatus{PortID: "p", VIPAddress: "2001:2:0:10::c8"},
+			first:  "s6", internal: true, dns: []string{"2001:2:0:10::c8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{Spec: networking.Spec{FloatingPoolName: "ext", FloatingNetworkID: "ext-id"}}
+			applyFamilies(c, tc.subnets, "net")
+			if c.SubnetID != tc.first || !slices.Equal(c.OtherSubnets, tc.others) || c.InternalOnly != tc.internal {
+				t.Fatalf("subnet %s, others %v, internal %v; want %s, %v, %v", c.SubnetID, c.OtherSubnets, c.InternalOnly, tc.first, tc.others, tc.internal)
+			}
+			if tc.internal && (c.FloatingPoolName != "" || c.FloatingNetworkID != "") {
+				t.Errorf("an IPv6-only exposure keeps the floating pool %q/%q", c.FloatingPoolName, c.FloatingNetworkID)
+			}
+			ingress := familyIngress(tc.families, &tc.status, c.InternalOnly)
+			if len(ingress) != len(tc.families) {
+				t.Errorf("ingress %v, want one address per family", ingress)
+			}
+			values, _, err := extensionsv1alpha1helper.DNSValuesFromIngress(ingress, tc.families)
+			if err != nil || !slices.Equal(values, tc.dns) {
+				t.Errorf("DNS values %v (%v), want %v", values, err, tc.dns)
 			}
 		})
 	}

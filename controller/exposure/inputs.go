@@ -83,6 +83,9 @@ func (in *inputs) record(reason, format string, args ...any) {
 type controlPlaneNode struct {
 	Name string `json:"name"`
 	IP   string `json:"ip"`
+	// OtherIPs are the Node's further InternalIPs (the other IP family's of a dual-stack
+	// node): its port is found by any of them.
+	OtherIPs []string `json:"otherIPs,omitempty"`
 	// UID tells a Node re-created with the same name from the old one: it is part of the
 	// inputs hash, and the pair label is only ever set on this very object.
 	UID types.UID `json:"uid"`
@@ -170,7 +173,15 @@ func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.Se
 			return nil, nil, nil, source, err
 		}
 	}
-	return cfg, ResolveConfig(cfg, infra), infra, source, nil
+	resolved := ResolveConfig(cfg, infra)
+	if families := shootFamilies(shoot); hasIPv6(families) {
+		subnets, errs := ResolveFamilies(FamilyInputs{Config: cfg, Infra: infra, IPFamilies: families, SubnetCIDRs: subnetCIDRs(infra)}, configPath(source))
+		if len(errs) > 0 {
+			return nil, nil, nil, source, configError("fix the provider config or the Infrastructure: %w", errs.ToAggregate())
+		}
+		applyFamilies(resolved, subnets, resolved.NetworkID)
+	}
+	return cfg, resolved, infra, source, nil
 }
 
 // waitForInfrastructure polls the cache until the Infrastructure in the namespace has a
@@ -333,11 +344,14 @@ func (a *Actuator) controlPlaneNodes(ctx context.Context) ([]controlPlaneNode, e
 	}
 	var nodes []controlPlaneNode
 	for _, n := range list.Items {
+		var ips []string
 		for _, addr := range n.Status.Addresses {
 			if addr.Type == corev1.NodeInternalIP {
-				nodes = append(nodes, controlPlaneNode{Name: n.Name, IP: addr.Address, UID: n.UID, pairLabel: n.Labels[agentrollout.PairLabel]})
-				break
+				ips = append(ips, addr.Address)
 			}
+		}
+		if len(ips) > 0 {
+			nodes = append(nodes, controlPlaneNode{Name: n.Name, IP: ips[0], OtherIPs: ips[1:], UID: n.UID, pairLabel: n.Labels[agentrollout.PairLabel]})
 		}
 	}
 	slices.SortFunc(nodes, func(x, y controlPlaneNode) int { return strings.Compare(x.Name, y.Name) })

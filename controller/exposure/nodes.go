@@ -106,12 +106,13 @@ func (a *Actuator) pairNodes(ctx context.Context, log logr.Logger, network netwo
 	pairs := networking.Pairs{
 		NetworkID: status.NetworkID,
 		VIP:       status.VIPAddress,
+		OtherVIPs: otherVIPAddresses(status),
 		VIPPortID: status.PortID,
 		Managed:   portIDs(status.NodePorts),
 		Retain:    portIDs(retained),
 	}
 	for _, n := range nodes {
-		pairs.Nodes = append(pairs.Nodes, networking.Node{Name: n.Name, IP: n.IP})
+		pairs.Nodes = append(pairs.Nodes, networking.Node{Name: n.Name, IP: n.IP, OtherIPs: n.OtherIPs})
 	}
 	nodePorts, err = networking.NewService(network, networking.Options{Log: log}).ReconcilePairs(ctx, pairs)
 	err = errors.Join(err, a.syncPairLabels(ctx, log, status.VIPAddress, nodes, nodePorts, nodeNames(retained)))
@@ -192,6 +193,7 @@ func nodeIPs(nodes []controlPlaneNode) []string {
 	ips := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		ips = append(ips, n.IP)
+		ips = append(ips, n.OtherIPs...)
 	}
 	return ips
 }

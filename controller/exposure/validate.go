@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -53,6 +54,11 @@ func ValidateShoot(shoot *gardencorev1beta1.Shoot) error {
 	}
 	if err := checkIPv4Build(cfg, shoot, source); err != nil {
 		return err
+	}
+	// The shoot's nodes CIDR is its IPv4 one: an IPv6 VIP is checked by the controller
+	// against the Infrastructure's IPv6 subnet.
+	if vip, err := netip.ParseAddr(deref(cfg.VIPAddress)); err == nil && !vip.Unmap().Is4() {
+		return nil
 	}
 	if errs := validateVIPRange(deref(cfg.VIPAddress), shootNodeCIDR(shoot), field.NewPath(string(source))); len(errs) > 0 {
 		return configError("fix the provider config: %w", errs.ToAggregate())

@@ -56,10 +56,16 @@ func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alp
 	for _, port := range vipPorts {
 		vip := openstack.PortAddress(port, "")
 		if vip != "" {
-			// The port holds the VIP as its fixed IP, so a VIP pair anywhere in the network
-			// is this extension's.
+			// The port holds each VIP as a fixed IP (one per IP family), so a pair of any of
+			// them anywhere in the network is this extension's.
 			all := func(*ports.Port) bool { return true }
-			if err := s.removePairs(ctx, pairRemoval{networkID: port.NetworkID, vip: vip, vipPortID: port.ID, accept: all}); err != nil {
+			var err error
+			for _, fixed := range port.FixedIPs {
+				if err = s.removePairs(ctx, pairRemoval{networkID: port.NetworkID, vip: fixed.IPAddress, vipPortID: port.ID, accept: all}); err != nil {
+					break
+				}
+			}
+			if err != nil {
 				// Never free the VIP while pairs for it remain: Neutron would hand the
 				// address to the next port, and the control-plane nodes could then answer
 				// for it. Also a forced deletion keeps (orphans) the port then.
@@ -95,7 +101,7 @@ func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alp
 			return done()
 		}
 		if port.ID == status.PortID || (vip != "" && vip == status.VIPAddress) {
-			status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
+			status.PortID, status.VIPAddress, status.OtherVIPs, status.NodePorts = "", "", nil, nil
 		}
 	}
 
@@ -113,7 +119,7 @@ func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alp
 		keepGoing(s.deleteMarkedFloatingIPs(ctx, owners))
 	}
 	if len(errs) == 0 {
-		status.PortID, status.VIPAddress, status.NodePorts = "", "", nil
+		status.PortID, status.VIPAddress, status.OtherVIPs, status.NodePorts = "", "", nil, nil
 		clearFloatingIP(status)
 	}
 	return done()
@@ -193,7 +199,7 @@ func (s *Service) removeStalePairs(ctx context.Context, nodeIPsOf func(context.C
 	for _, ip := range nodes {
 		nodeIPs[ip] = true
 	}
-	return s.removePairs(ctx, pairRemoval{networkID: status.NetworkID, vip: status.VIPAddress, accept: func(p *ports.Port) bool {
+	accept := func(p *ports.Port) bool {
 		if nodePortIDs[p.ID] {
 			return true
 		}
@@ -203,7 +209,21 @@ func (s *Service) removeStalePairs(ctx context.Context, nodeIPsOf func(context.C
 			}
 		}
 		return false
-	}})
+	}
+	var errs []error
+	for _, vip := range allVIPs(status) {
+		errs = append(errs, s.removePairs(ctx, pairRemoval{networkID: status.NetworkID, vip: vip, accept: accept}))
+	}
+	return errors.Join(errs...)
+}
+
+// allVIPs are the VIPs the status records, one per IP family.
+func allVIPs(status *v1alpha1.ExposureStatus) []string {
+	vips := []string{status.VIPAddress}
+	for _, v := range status.OtherVIPs {
+		vips = append(vips, v.Address)
+	}
+	return vips
 }
 
 // pairRemoval selects the ports that lose the VIP pair.

@@ -6,6 +6,8 @@ package networking
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
@@ -27,6 +29,12 @@ func checkRecordedPort(port *ports.Port, status *v1alpha1.ExposureStatus) error 
 	case port.NetworkID != status.NetworkID || !openstack.HasFixedIP(port, status.VIPAddress):
 		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s no longer holds the VIP %s in network %s (it has %s in %s): the VIP cannot change; restore the port's fixed IP",
 			port.ID, status.VIPAddress, status.NetworkID, openstack.PortAddress(port, ""), port.NetworkID), gardencorev1beta1.ErrorInfraDependencies)
+	}
+	for _, v := range status.OtherVIPs {
+		if !openstack.HasFixedIP(port, v.Address) {
+			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s no longer holds the VIP %s of subnet %s (it has %v): the VIP cannot change; restore the port's fixed IP",
+				port.ID, v.Address, v.SubnetID, port.FixedIPs), gardencorev1beta1.ErrorInfraDependencies)
+		}
 	}
 	return nil
 }
@@ -59,10 +67,33 @@ func CheckImmutable(cfg *Spec, status *v1alpha1.ExposureStatus) error {
 		cfg.FloatingNetworkID != "" && cfg.FloatingNetworkID != status.FloatingNetworkID:
 		c = &change{"floatingNetworkID", status.FloatingNetworkID, cfg.FloatingNetworkID}
 	}
+	if c == nil && hasVIP {
+		c = otherFamiliesChange(cfg, status)
+	}
 	if c == nil {
 		return nil
 	}
 	return refuseChange(*c, status)
+}
+
+// otherFamiliesChange finds a change of the other families' subnets or pinned VIPs: a
+// family added, removed or moved after the VIP was recorded.
+func otherFamiliesChange(cfg *Spec, status *v1alpha1.ExposureStatus) *change {
+	recorded := make([]string, 0, len(status.OtherVIPs))
+	for _, v := range status.OtherVIPs {
+		recorded = append(recorded, v.SubnetID)
+	}
+	configured := make([]string, 0, len(cfg.OtherSubnets))
+	for _, o := range cfg.OtherSubnets {
+		configured = append(configured, o.SubnetID)
+		if r := recordedOtherVIP(status, o.SubnetID); r != "" && o.VIPAddress != "" && o.VIPAddress != r {
+			return &change{"vipAddress", r, o.VIPAddress}
+		}
+	}
+	if !slices.Equal(recorded, configured) {
+		return &change{"subnetIDs", strings.Join(recorded, ","), strings.Join(configured, ",")}
+	}
+	return nil
 }
 
 // change is a provider-config field that differs from what the front door was made with.
@@ -71,6 +102,9 @@ type change struct{ field, recorded, configured string }
 // refuseChange is the one error sentence of CheckImmutable.
 func refuseChange(c change, status *v1alpha1.ExposureStatus) error {
 	door := "VIP " + status.VIPAddress
+	for _, v := range status.OtherVIPs {
+		door += ", VIP " + v.Address
+	}
 	if status.FloatingIPAddress != "" {
 		door += ", floating IP " + status.FloatingIPAddress
 	}

@@ -24,6 +24,9 @@ var ErrNodePortMissing = errors.New("control-plane node without Neutron port")
 type Pairs struct {
 	NetworkID string
 	VIP       string
+	// OtherVIPs are the VIPs of the other IP families: each node port gets a pair for
+	// every VIP (the node port holds an address of each family).
+	OtherVIPs []string
 	// VIPPortID is never touched.
 	VIPPortID string
 	Nodes     []Node
@@ -35,10 +38,26 @@ type Pairs struct {
 	Retain []string
 }
 
-// Node is a control-plane node: its name and the address its port holds.
+func (p *Pairs) vips() []string {
+	return append([]string{p.VIP}, p.OtherVIPs...)
+}
+
+// Node is a control-plane node: its name and the addresses its port holds (a dual-stack
+// node's port holds one of each family).
 type Node struct {
-	Name string
-	IP   string
+	Name     string
+	IP       string
+	OtherIPs []string
+}
+
+// portIn finds the node's port by any of its addresses.
+func (n Node) portIn(byIP map[string]ports.Port) (ports.Port, bool) {
+	for _, ip := range append([]string{n.IP}, n.OtherIPs...) {
+		if p, ok := byIP[ip]; ok {
+			return p, true
+		}
+	}
+	return ports.Port{}, false
 }
 
 // ReconcilePairs adds the VIP pair to the ports of the control-plane nodes and removes it from
@@ -55,6 +74,7 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	ips := make([]string, 0, len(want.Nodes))
 	for _, n := range want.Nodes {
 		ips = append(ips, n.IP)
+		ips = append(ips, n.OtherIPs...)
 	}
 	list, err := s.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: want.NetworkID, FixedIPs: ips})
 	if err != nil {
@@ -85,7 +105,7 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 		errs = append(errs, err)
 	}
 	for _, n := range want.Nodes {
-		port, ok := byIP[n.IP]
+		port, ok := n.portIn(byIP)
 		if !ok {
 			missing = append(missing, fmt.Sprintf("%s (%s)", n.Name, n.IP))
 			continue
@@ -99,12 +119,22 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	}
 	// Each port is updated on its own copy; the updates of different ports do not conflict.
 	for _, n := range want.Nodes {
-		port, ok := byIP[n.IP]
+		port, ok := n.portIn(byIP)
 		if !ok {
 			continue
 		}
 		wg.Go(func() {
-			updated, err := s.neutron.EnsurePair(ctx, &port, want.VIP)
+			var (
+				updated bool
+				err     error
+			)
+			for _, vip := range want.vips() {
+				var u bool
+				if u, err = s.neutron.EnsurePair(ctx, &port, vip); err != nil {
+					break
+				}
+				updated = updated || u
+			}
 			if openstack.IsPortSecurityDisabled(err) {
 				s.log.Info("The node port has port security disabled: it passes the VIP without an allowed address pair and is left alone", "node", n.Name, "port", port.ID)
 				mu.Lock()
@@ -126,9 +156,11 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 	}
 	for _, p := range stale {
 		wg.Go(func() {
-			if _, err := s.neutron.RemovePairFromPort(ctx, &p, want.VIP); err != nil {
-				fail(err)
-				return
+			for _, vip := range want.vips() {
+				if _, err := s.neutron.RemovePairFromPort(ctx, &p, vip); err != nil {
+					fail(err)
+					return
+				}
 			}
 			s.log.Info("Removed the VIP from the allowed address pairs of a port that is no control-plane node's", "port", p.ID)
 		})
@@ -159,7 +191,7 @@ func (s *Service) staleManagedPorts(ctx context.Context, want Pairs, keep map[st
 		if err != nil {
 			return nil, err
 		}
-		if openstack.HasPair(p, want.VIP) {
+		if slices.ContainsFunc(want.vips(), func(vip string) bool { return openstack.HasPair(p, vip) }) {
 			stale = append(stale, *p)
 		}
 	}

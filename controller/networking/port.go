@@ -28,13 +28,45 @@ func vipPortSpec(fd *FrontDoor, status *v1alpha1.ExposureStatus) openstack.VIPPo
 		// Once there is a VIP, a lost port comes back with the same address.
 		address = status.VIPAddress
 	}
+	var others []ports.IP
+	for _, o := range fd.Spec.OtherSubnets {
+		ip := ports.IP{SubnetID: o.SubnetID, IPAddress: o.VIPAddress}
+		if recorded := recordedOtherVIP(status, o.SubnetID); recorded != "" {
+			ip.IPAddress = recorded
+		}
+		others = append(others, ip)
+	}
 	return openstack.VIPPortSpec{
-		Name:        VIPPortName(fd.Mark.Identity),
-		Description: fd.Mark.Description(),
-		NetworkID:   fd.Spec.NetworkID,
-		SubnetID:    fd.Spec.SubnetID,
-		IPAddress:   address,
-		Tags:        fd.Mark.PortTags(),
+		Name:          VIPPortName(fd.Mark.Identity),
+		Description:   fd.Mark.Description(),
+		NetworkID:     fd.Spec.NetworkID,
+		SubnetID:      fd.Spec.SubnetID,
+		IPAddress:     address,
+		OtherFixedIPs: others,
+		Tags:          fd.Mark.PortTags(),
+	}
+}
+
+// recordedOtherVIP is the VIP the status records in the subnet, "" when none.
+func recordedOtherVIP(status *v1alpha1.ExposureStatus, subnetID string) string {
+	for _, v := range status.OtherVIPs {
+		if v.SubnetID == subnetID {
+			return v.Address
+		}
+	}
+	return ""
+}
+
+// recordOtherVIPs records the port's VIP of each other family that the status does not
+// hold yet; a recorded one is never replaced.
+func recordOtherVIPs(fd *FrontDoor, port *ports.Port, status *v1alpha1.ExposureStatus) {
+	for _, o := range fd.Spec.OtherSubnets {
+		if recordedOtherVIP(status, o.SubnetID) != "" {
+			continue
+		}
+		if address := openstack.PortAddress(port, o.SubnetID); address != "" {
+			status.OtherVIPs = append(status.OtherVIPs, v1alpha1.FamilyVIP{SubnetID: o.SubnetID, Address: address})
+		}
 	}
 }
 
@@ -91,6 +123,7 @@ func (s *Service) GetOrCreateVIPPort(ctx context.Context, fd *FrontDoor, status 
 	if status.VIPAddress == "" {
 		status.VIPAddress = openstack.PortAddress(port, fd.Spec.SubnetID)
 	}
+	recordOtherVIPs(fd, port, status)
 
 	if err := s.deleteSurplusPorts(ctx, candidates, port.ID); err != nil {
 		return nil, false, err

@@ -169,7 +169,11 @@ func (w *world) reconcile(t *testing.T) error {
 			return err
 		}
 	}
-	nodePorts, err := svc.ReconcilePairs(ctx, Pairs{NetworkID: w.status.NetworkID, VIP: w.status.VIPAddress, VIPPortID: port.ID, Nodes: w.nodes, Managed: portIDs(w.status.NodePorts)})
+	var others []string
+	for _, v := range w.status.OtherVIPs {
+		others = append(others, v.Address)
+	}
+	nodePorts, err := svc.ReconcilePairs(ctx, Pairs{NetworkID: w.status.NetworkID, VIP: w.status.VIPAddress, OtherVIPs: others, VIPPortID: port.ID, Nodes: w.nodes, Managed: portIDs(w.status.NodePorts)})
 	w.status.NodePorts = nodePorts
 	if err == nil && w.status.Ingress == "" {
 		w.status.Ingress = w.status.FloatingIPAddress

@@ -19,11 +19,9 @@
 // What never changes once published (network, subnet, VIP, floating IP, pool,
 // internal-only) is the one rule CheckImmutable, checked before any Neutron call.
 //
-// The VIP port has one fixed IP today (Spec.SubnetID, Spec.VIPAddress,
-// ExposureStatus.VIPAddress). Fixed IPs per address family belong in Spec (one subnet and
-// address per family), in vipPortSpec (one openstack.VIPPortSpec fixed IP each) and in
-// checkRecordedPort/CheckImmutable (each recorded address kept); the pairs then carry one
-// address per family (Pairs.VIP).
+// The VIP port has one fixed IP per IP family: Spec.SubnetID and Spec.VIPAddress
+// (ExposureStatus.VIPAddress) for the first family, Spec.OtherSubnets
+// (ExposureStatus.OtherVIPs) for the others; the pairs carry each VIP (Pairs.OtherVIPs).
 package networking
 
 import (
@@ -49,6 +47,15 @@ type Spec struct {
 	FloatingIP   string
 	VIPAddress   string
 	InternalOnly bool
+	// OtherSubnets are the VIP's subnets of the other IP families (the IPv6 subnet of a
+	// dual-stack exposure), one fixed IP of the VIP port each.
+	OtherSubnets []SubnetVIP
+}
+
+// SubnetVIP is a subnet of the VIP port and its pinned address (empty: Neutron picks one).
+type SubnetVIP struct {
+	SubnetID   string
+	VIPAddress string
 }
 
 // Options are the service's links to the world outside Neutron.

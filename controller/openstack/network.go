@@ -197,6 +197,9 @@ type VIPPortSpec struct {
 	SubnetID    string
 	// IPAddress is a fixed address; empty lets Neutron pick one from the subnet.
 	IPAddress string
+	// OtherFixedIPs are the VIPs of the other IP families: one subnet each, with an address
+	// or empty for Neutron to pick.
+	OtherFixedIPs []ports.IP
 	// Tags are set on the port; FindVIPPort matches on all of them.
 	Tags []string
 }
@@ -257,7 +260,7 @@ func (n *Network) CreateVIPPort(ctx context.Context, spec VIPPortSpec) (*ports.P
 			NetworkID:   spec.NetworkID,
 			Name:        spec.Name,
 			Description: spec.Description,
-			FixedIPs:    []ports.IP{{SubnetID: spec.SubnetID, IPAddress: spec.IPAddress}},
+			FixedIPs:    append([]ports.IP{{SubnetID: spec.SubnetID, IPAddress: spec.IPAddress}}, spec.OtherFixedIPs...),
 		},
 		Tags: spec.Tags,
 	}
@@ -278,6 +281,13 @@ func CheckVIPPort(port *ports.Port, spec VIPPortSpec) error {
 		return NewConfigurationError(fmt.Errorf("the VIP port %s has the address %s, not one matching subnet %s and vipAddress %q: "+
 			"the VIP of an exposure cannot change once its port exists; restore subnetID and vipAddress in the provider config, or create a new exposure",
 			port.ID, PortAddress(port, ""), spec.SubnetID, spec.IPAddress))
+	}
+	for _, ip := range spec.OtherFixedIPs {
+		if address := PortAddress(port, ip.SubnetID); address == "" || (ip.IPAddress != "" && address != ip.IPAddress) {
+			return NewConfigurationError(fmt.Errorf("the VIP port %s has no address matching subnet %s and VIP %q (it has %v): "+
+				"the VIPs of an exposure cannot change once its port exists; restore subnetIDs and vipAddress in the provider config, or create a new exposure",
+				port.ID, ip.SubnetID, ip.IPAddress, port.FixedIPs))
+		}
 	}
 	return nil
 }

@@ -162,6 +162,12 @@ type ExposureStatus struct {
 	PortID string `json:"portID,omitempty"`
 	// VIPAddress is the virtual IP address.
 	VIPAddress string `json:"vipAddress,omitempty"`
+	// OtherVIPs are the VIPs of the exposure's other IP families (the IPv6 VIP of a
+	// dual-stack exposure): more fixed IPs of the same VIP port. VIPAddress stays the VIP
+	// of the first subnet (IPv4 whenever the exposure has IPv4), and like it these never
+	// change.
+	// +optional
+	OtherVIPs []FamilyVIP `json:"otherVIPs,omitempty"`
 	// FloatingIPID is the ID of the floating IP associated with the virtual IP port.
 	// +optional
 	FloatingIPID string `json:"floatingIPID,omitempty"`
@@ -209,6 +215,14 @@ const (
 	// answers on spec.port.
 	ConditionVIPHeld = "VIPHeld"
 )
+
+// FamilyVIP is a VIP of one more IP family: a fixed IP of the VIP port in its subnet.
+type FamilyVIP struct {
+	// SubnetID is the subnet of the VIP.
+	SubnetID string `json:"subnetID"`
+	// Address is the VIP.
+	Address string `json:"address"`
+}
 
 // NodePort is a control-plane node's Neutron port that carries the virtual IP.
 type NodePort struct {

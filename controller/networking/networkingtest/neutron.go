@@ -132,10 +132,18 @@ func (f *Neutron) CreateVIPPort(_ context.Context, spec openstack.VIPPortSpec) (
 			return nil, neutronError(409, "IpAddressAlreadyAllocated", "create the VIP port")
 		}
 	}
+	fixed := []ports.IP{{SubnetID: spec.SubnetID, IPAddress: address}}
+	for _, o := range spec.OtherFixedIPs {
+		if o.IPAddress == "" {
+			// The other families of the fake are IPv6, in the benchmarking range.
+			o.IPAddress = fmt.Sprintf("2001:2:0:10::%x", 100+f.n)
+		}
+		fixed = append(fixed, o)
+	}
 	f.wrote("create port %s", address)
 	f.Mu.Unlock()
 	return f.AddPort(ports.Port{Name: spec.Name, Description: spec.Description, NetworkID: spec.NetworkID,
-		FixedIPs: []ports.IP{{SubnetID: spec.SubnetID, IPAddress: address}}, Tags: slices.Clone(spec.Tags)}), nil
+		FixedIPs: fixed, Tags: slices.Clone(spec.Tags)}), nil
 }
 
 func (f *Neutron) DeletePort(_ context.Context, id string) error {

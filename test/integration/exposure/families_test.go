@@ -16,9 +16,9 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
-// TestIPv6InputsRefusedBeforeAnyPort: on the dual-stack local Neutron, every provider config
-// that would give an IPv6 VIP (the node network's IPv6 subnet, an IPv6 vipAddress, an IPv6
-// floating IP, subnetIDs) is refused with ERR_CONFIGURATION_PROBLEM in one sentence, and
+// TestIPv6InputsRefusedBeforeAnyPort: on the dual-stack local Neutron, an IPv4 shoot's
+// provider config that would give an IPv6 VIP (the node network's IPv6 subnet, an IPv6
+// vipAddress), an IPv6 floating IP and subnetIDs (not built) are refused with ERR_CONFIGURATION_PROBLEM in one sentence, and
 // Neutron has no port of the exposure, nor one holding the asked VIP. Before, the IPv6 subnet
 // got a VIP port and then failed at the floating IP.
 func TestIPv6InputsRefusedBeforeAnyPort(t *testing.T) {
@@ -33,10 +33,10 @@ func TestIPv6InputsRefusedBeforeAnyPort(t *testing.T) {
 	for _, tc := range []struct {
 		name, config, want string
 	}{
-		{"IPv6 subnet", fmt.Sprintf(`"subnetID":%q`, e.os.Subnet6ID), "is IPv6, and this extension builds IPv4 front doors only"},
+		{"IPv6 subnet", fmt.Sprintf(`"subnetID":%q`, e.os.Subnet6ID), "is IPv6, but the shoot's ipFamilies are [IPv4]"},
 		{"IPv6 subnet and VIP", fmt.Sprintf(`"subnetID":%q,"vipAddress":%q`, e.os.Subnet6ID, vip6), "is IPv6, but the shoot's ipFamilies are [IPv4]"},
 		{"IPv6 floating IP", `"floatingIP":"2001:2:0:1::5"`, "Neutron has no IPv6 floating IPs"},
-		{"subnetIDs", fmt.Sprintf(`"subnetIDs":[%q,%q]`, e.os.SubnetID, e.os.Subnet6ID), "subnetIDs is for IPv6 and dual-stack front doors"},
+		{"subnetIDs", fmt.Sprintf(`"subnetIDs":[%q,%q]`, e.os.SubnetID, e.os.Subnet6ID), "subnetIDs is not supported by this version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			identity := useIdentity(t, ctx, e)
