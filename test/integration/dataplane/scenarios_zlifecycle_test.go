@@ -102,6 +102,10 @@ var releasedViaPeer = regexp.MustCompile(`"msg":"Released the Lease"[^\n]*"via":
 // control plane (spec.endpoints stays as init wrote it); their agents start and the VIP
 // moves at most once, away from the etcd leader. Then the holder's kube-apiserver dies:
 // its agent must release the Lease through a peer it found in the kubernetes EndpointSlice.
+// joinRecovery bounds the outage of the join's VIP move: the L2 agent's delay (up to 6.6 s
+// seen) plus one --arp-interval (5 s) until the next announcement.
+const joinRecovery = 15 * time.Second
+
 func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	f, ctx := scenario(t)
 	t.Cleanup(func() { destroyOnFailure(t, f) })
@@ -127,6 +131,12 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The taker's announcements are dropped at its own port until Neutron's L2 agent applies
+	// the VIP's pair there (2.2-6.6 s after the API took it, measured), and the agent
+	// announces again only every --arp-interval: the door comes back within about 12 s.
+	if err := f.waitReachable(ctx, lifecycle.dns, true, joinRecovery); err != nil {
+		t.Error(err)
+	}
 	time.Sleep(2 * time.Second)
 	rep := sampler.Stop()
 	joined := joins.Stop()
@@ -134,9 +144,10 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	if len(rep.Changes) > 3 || len(rep.Overlaps) != 0 {
 		t.Errorf("the VIP moved more than the one etcd-leader yield, or sat on two nodes, while the nodes joined: changes %+v, overlaps %+v", rep.Changes, rep.Overlaps)
 	}
-	// The yield stays (docs/architecture.md, "The VIP at the first join"). Its move is not
-	// bounded here yet: behind the router it cost 6.2 s in a recorded run, against 0.08 s for
-	// a release (TestRouterGracefulHandover); the figure goes to the step's line.
+	// The yield stays (docs/architecture.md, "The VIP at the first join"). Its move is
+	// bounded only by joinRecovery: behind the router it cost 5.3-6.2 s in recorded runs,
+	// against 0.08 s for a release (TestRouterGracefulHandover); the figure goes to the step's
+	// line.
 	joinOutage := joined.Longest().Round(time.Millisecond).String()
 	if open := joined.Outages; len(open) > 0 && open[len(open)-1].Open() {
 		// Longest counts only ended outages: without this the step's line said 0s.
