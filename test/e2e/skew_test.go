@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 )
 
 // TestRollFromPreviousRelease: version skew. The DaemonSet runs the agent of the last
-// landed release (main, or its first parent when this checkout is main), then the
+// landed release (framework.PreviousRelease), then the
 // controller rolls it to this build, one node at a time, so that both releases elect
 // together while the roll lasts. The VIP is never on two nodes (sampled every 5 ms) and
 // the client reaches it after the roll.
@@ -71,18 +70,9 @@ func loadPreviousAgent(t *testing.T, ctx context.Context) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	git := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = root
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	commit := git("rev-parse", "--verify", "main^{commit}")
-	if git("rev-parse", commit+"^{tree}") == git("rev-parse", "HEAD^{tree}") {
-		commit = git("rev-parse", "--verify", commit+"^1")
+	commit := framework.PreviousRelease
+	if err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
+		t.Skipf("the clone lacks the previous release's commit %s (a shallow clone?): %v", commit, err)
 	}
 	src := t.TempDir()
 	archive := exec.CommandContext(ctx, "sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", commit, src)
