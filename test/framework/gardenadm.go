@@ -7,10 +7,12 @@ package framework
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,13 +76,19 @@ func (g *Gardenadm) component(endpoints []extensionsv1alpha1.ControlPlaneEndpoin
 // extensionsv1alpha1helper.DNSValuesFromIngress (IPv4, the Shoot's default IP family).
 // gardenadm computes it once; callers keep it.
 func (g *Gardenadm) Init(ctx context.Context) ([]string, error) {
+	// gardenadm runs its step once the node is Ready; a harness step that just restarted a
+	// kube-apiserver or loaded images can find every Node briefly not Ready, so wait for one.
+	var endpoints []extensionsv1alpha1.ControlPlaneEndpoint
 	nodes := &corev1.NodeList{}
-	if err := g.Client.List(ctx, nodes, client.MatchingLabels{v1beta1constants.LabelNodeRoleControlPlane: ""}); err != nil {
-		return nil, fmt.Errorf("listing the control-plane Nodes: %w", err)
-	}
-	endpoints, err := gardenerutils.ControlPlaneEndpointsFromNodes(nodes.Items)
-	if err != nil {
-		return nil, fmt.Errorf("computing the control-plane endpoints: %w", err)
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		if lastErr = g.Client.List(ctx, nodes, client.MatchingLabels{v1beta1constants.LabelNodeRoleControlPlane: ""}); lastErr != nil {
+			return false, nil
+		}
+		endpoints, lastErr = gardenerutils.ControlPlaneEndpointsFromNodes(nodes.Items)
+		return lastErr == nil, nil
+	}); err != nil {
+		return nil, fmt.Errorf("computing the control-plane endpoints: %w (Node conditions: %s)", lastErr, nodeConditions(nodes.Items))
 	}
 	c := g.component(endpoints)
 	if err := component.OpWait(c).Deploy(ctx); err != nil {
@@ -91,6 +99,22 @@ func (g *Gardenadm) Init(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("the DNS value from the exposure's ingress: %w", err)
 	}
 	return values, nil
+}
+
+// nodesReadyTimeout bounds Init's wait for a Ready control-plane Node.
+const nodesReadyTimeout = 90 * time.Second
+
+// nodeConditions lists each Node's conditions that are not as a healthy Node has them.
+func nodeConditions(nodes []corev1.Node) string {
+	var out []string
+	for _, n := range nodes {
+		for _, c := range n.Status.Conditions {
+			if (c.Type == corev1.NodeReady) != (c.Status == corev1.ConditionTrue) {
+				out = append(out, fmt.Sprintf("%s %s=%s (%s)", n.Name, c.Type, c.Status, c.Reason))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Destroy deletes the exposure with Gardener's component and waits until it is gone.
