@@ -82,10 +82,11 @@ func (g *Gardenadm) Init(ctx context.Context) ([]string, error) {
 	nodes := &corev1.NodeList{}
 	var lastErr error
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, nodesReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		if lastErr = g.Client.List(ctx, nodes, client.MatchingLabels{v1beta1constants.LabelNodeRoleControlPlane: ""}); lastErr != nil {
-			return false, nil
+		// A failed List or no Ready Node yet is retried; lastErr keeps it for the timeout.
+		lastErr = g.Client.List(ctx, nodes, client.MatchingLabels{v1beta1constants.LabelNodeRoleControlPlane: ""})
+		if lastErr == nil {
+			endpoints, lastErr = gardenerutils.ControlPlaneEndpointsFromNodes(nodes.Items)
 		}
-		endpoints, lastErr = gardenerutils.ControlPlaneEndpointsFromNodes(nodes.Items)
 		return lastErr == nil, nil
 	}); err != nil {
 		return nil, fmt.Errorf("computing the control-plane endpoints: %w (Node conditions: %s)", lastErr, nodeConditions(nodes.Items))
