@@ -176,6 +176,11 @@ type LinkWatch struct {
 	OnRestart func(error)
 	// ReceiveBuffer is the socket's receive buffer in bytes; 0 means DefaultLinkWatchBuffer.
 	ReceiveBuffer int
+	// Namespace is the network namespace to watch; nil means the process's own, which
+	// is the agent's. A renewed subscription runs on another thread than the first, so a
+	// caller whose thread alone has entered a namespace must name it here (entering it
+	// again needs CAP_SYS_ADMIN, which the agent's pod does not have).
+	Namespace *netns.NsHandle
 }
 
 // DefaultLinkWatchBuffer is the link watch's receive buffer: room for a few thousand link
@@ -185,31 +190,14 @@ const DefaultLinkWatchBuffer = 1 << 20
 // linkResubscribeDelay paces new subscriptions after one ended or failed.
 const linkResubscribeDelay = 100 * time.Millisecond
 
-// WatchLink reports the interface's usability to w.OnChange until done is closed. It
-// watches in the network namespace of the calling thread.
+// WatchLink reports the interface's usability to w.OnChange until done is closed.
 func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 	if w.ReceiveBuffer == 0 {
 		w.ReceiveBuffer = DefaultLinkWatchBuffer
 	}
-	// Subscriptions after the first run on other threads: name the namespace.
-	ns, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("reading the network namespace: %w", err)
-	}
-	// Naming a namespace makes the library setns(2) into it, which needs CAP_SYS_ADMIN: the
-	// agent's pod has only NET_ADMIN and NET_RAW. Name it only when the calling thread is not
-	// in the process's namespace (in-process tests); every thread of the agent is.
-	target := &ns
-	if process, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
-		if process.Equal(ns) {
-			target = nil
-		}
-		_ = process.Close()
-	}
 	force := true
-	updates, stop, lastErr, err := subscribeLinks(target, w.ReceiveBuffer, &force)
+	updates, stop, lastErr, err := subscribeLinks(w.Namespace, w.ReceiveBuffer, &force)
 	if err != nil {
-		_ = ns.Close()
 		return fmt.Errorf("subscribing to link updates: %w", err)
 	}
 
@@ -230,7 +218,6 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 		}
 	}()
 	go func() { // reader
-		defer func() { _ = ns.Close() }()
 		for {
 			for u := range updates {
 				// By name: an interface created again under the same name has a new index.
@@ -262,7 +249,7 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 					return
 				case <-time.After(linkResubscribeDelay):
 				}
-				if updates, stop, lastErr, err = subscribeLinks(target, w.ReceiveBuffer, &force); err == nil {
+				if updates, stop, lastErr, err = subscribeLinks(w.Namespace, w.ReceiveBuffer, &force); err == nil {
 					break
 				}
 				if w.OnRestart != nil {
@@ -276,7 +263,7 @@ func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
 
 // subscribeLinks subscribes to the link messages of the namespace and asks for a dump of
 // the existing links, so that the first messages give the current state; ns, if not nil,
-// names the namespace (see WatchLink). The channel is
+// names the namespace (see LinkWatch.Namespace). The channel is
 // closed when the subscription ends; closing stop releases its socket. lastErr holds the
 // last error the subscription reported. force says whether to force the buffer size past
 // net.core.rmem_max; it is cleared for good when that is not permitted.

@@ -72,6 +72,18 @@ func inNamespace(t testing.TB, body func(run func(args ...string) string)) {
 	body(run)
 }
 
+// threadNamespace is the namespace of the calling thread, which inNamespace has entered
+// alone: the watch's renewed subscriptions run on other threads and must be told.
+func threadNamespace(t *testing.T) *netns.NsHandle {
+	t.Helper()
+	ns, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	return &ns
+}
+
 func TestVIPOnTheKernel(t *testing.T) {
 	inNamespace(t, func(run func(args ...string) string) {
 		iface, err := vip.DetectInterface(address)
@@ -157,7 +169,7 @@ func TestLinkWatch(t *testing.T) {
 		changes := make(chan bool, 8)
 		done := make(chan struct{})
 		defer close(done)
-		if err := a.WatchLink(done, vip.LinkWatch{OnChange: func(up bool) { changes <- up }}); err != nil {
+		if err := a.WatchLink(done, vip.LinkWatch{OnChange: func(up bool) { changes <- up }, Namespace: threadNamespace(t)}); err != nil {
 			t.Fatal(err)
 		}
 		expectLink(t, changes, true, "the link's state when the watch started")
@@ -218,17 +230,21 @@ func TestLinkWatchSurvivesABurst(t *testing.T) {
 						mu.Unlock()
 					},
 					ReceiveBuffer: tc.buffer,
+					Namespace:     threadNamespace(t),
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
 				run("link", "set", "dummy0", "down") // a change the consumer is busy with
 				// A burst of link messages: 300 veth pairs created at once, as when many
-				// pods are set up or torn down together.
+				// pods are set up or torn down together. One request removes them again:
+				// left to the namespace's asynchronous teardown they delay the kernel's
+				// link events (operstate) in the next test by seconds.
 				var batch strings.Builder
 				for i := range 300 {
-					fmt.Fprintf(&batch, "link add b%d type veth peer name c%d\n", i, i)
+					fmt.Fprintf(&batch, "link add b%d group 7 type veth peer name c%d group 7\n", i, i)
 				}
+				defer run("link", "del", "group", "7")
 				file := filepath.Join(t.TempDir(), "burst")
 				if err := os.WriteFile(file, []byte(batch.String()), 0o600); err != nil {
 					t.Fatal(err)
@@ -240,6 +256,9 @@ func TestLinkWatchSurvivesABurst(t *testing.T) {
 					<-changes
 				}
 				run("link", "set", "dummy0", "up")
+				// After the burst the kernel may defer the operational state's change
+				// (linkwatch) by seconds; reading the link makes it apply it now.
+				run("link", "show", "dummy0")
 				expectLink(t, changes, true, "the link coming up after a burst of link messages (the watch died?)")
 				mu.Lock()
 				defer mu.Unlock()
