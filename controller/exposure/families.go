@@ -217,11 +217,11 @@ func subnetCIDRs(infra *InfrastructureStatus) map[string]string {
 	return m
 }
 
-// checkIPv4Build refuses, before any side effect, what this actuator does not build: a
+// checkFamilyConfig refuses, before any side effect, what this actuator does not build: a
 // subnetIDs list (its subnets' families would need Neutron before the immutability rule;
 // the Infrastructure's nodes and nodes-ipv6 subnets are used instead), an IPv6 vipAddress
 // on an IPv4-only shoot, and an IPv6 floating IP (Neutron has none).
-func checkIPv4Build(cfg *v1alpha1.ExposureConfig, shoot *gardencorev1beta1.Shoot, source ConfigSource) error {
+func checkFamilyConfig(cfg *v1alpha1.ExposureConfig, shoot *gardencorev1beta1.Shoot, source ConfigSource) error {
 	path := field.NewPath(string(source))
 	if len(cfg.SubnetIDs) > 0 {
 		return configError("fix the provider config: %s is not supported by this version: it takes the VIP's subnet of each IP family from the Infrastructure (purposes nodes and nodes-ipv6); remove %s", path.Child("subnetIDs"), path.Child("subnetIDs"))

@@ -140,7 +140,7 @@ func TestCheckIPv4Build(t *testing.T) {
 		{name: "IPv6 floating IP", shoot: shoot(v4), cfg: v1alpha1.ExposureConfig{FloatingIP: ptr.To("2001:2:0:1::5")}, want: "Neutron has no IPv6 floating IPs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkIPv4Build(&tc.cfg, tc.shoot, SourceNone)
+			err := checkFamilyConfig(&tc.cfg, tc.shoot, SourceNone)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

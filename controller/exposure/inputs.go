@@ -157,7 +157,7 @@ func (a *Actuator) resolveConfig(ctx context.Context, exp *extensionsv1alpha1.Se
 	if err != nil {
 		return nil, nil, nil, source, err
 	}
-	if err := checkIPv4Build(cfg, shoot, source); err != nil {
+	if err := checkFamilyConfig(cfg, shoot, source); err != nil {
 		return nil, nil, nil, source, err
 	}
 

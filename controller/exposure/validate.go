@@ -52,7 +52,7 @@ func ValidateShoot(shoot *gardencorev1beta1.Shoot) error {
 	if err != nil {
 		return err
 	}
-	if err := checkIPv4Build(cfg, shoot, source); err != nil {
+	if err := checkFamilyConfig(cfg, shoot, source); err != nil {
 		return err
 	}
 	// The shoot's nodes CIDR is its IPv4 one: an IPv6 VIP is checked by the controller

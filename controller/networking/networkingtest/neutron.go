@@ -105,7 +105,7 @@ func (f *Neutron) GetPort(_ context.Context, id string) (*ports.Port, error) {
 	return nil, neutronError(404, "PortNotFound", "read port "+id)
 }
 
-// addPort puts a port into the fake as someone (a user, another cluster) made it.
+// AddPort puts a port into the fake as someone (a user, another cluster) made it.
 func (f *Neutron) AddPort(p ports.Port) *ports.Port {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
@@ -195,7 +195,7 @@ func (f *Neutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip str
 	return f.updatePairs(port, pairs, "remove pair")
 }
 
-// addFloatingIP puts a floating IP into the fake as someone (a user, an admin) allocated it.
+// AddFloatingIP puts a floating IP into the fake as someone (a user, an admin) allocated it.
 func (f *Neutron) AddFloatingIP(fip floatingips.FloatingIP) *floatingips.FloatingIP {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()

@@ -5,11 +5,8 @@
 package agent_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -66,27 +63,10 @@ func TestAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// prepare restarts what a previous subtest stopped and waits for a settled leader.
+	// prepare restores what a previous subtest stopped and waits for a settled leader.
 	prepare := func(t *testing.T) *netns.Node {
 		t.Helper()
-		for _, n := range h.Nodes() {
-			if ap := n.APIServer(); ap == nil || ap.Exited() {
-				if err := n.StartAPIServer(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := n.LinkUp(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range h.Nodes() {
-			if err := n.WaitAPIServerReady(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.StartAll(ctx); err != nil {
-			t.Fatal(err)
-		}
+		restoreNodes(ctx, t, h, c)
 		wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 		defer wcancel()
 		leader, err := c.WaitStable(wctx, time.Second)
@@ -337,22 +317,37 @@ func ctxFor(t testing.TB, parent context.Context, d time.Duration) context.Conte
 
 // metric reads one gauge from the agent's metrics endpoint on node n; its only label must
 // be the node's name.
+// restoreNodes starts again what a previous subtest stopped: kube-apiservers, links and
+// agents.
+func restoreNodes(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.Cluster) {
+	t.Helper()
+	for _, n := range h.Nodes() {
+		if ap := n.APIServer(); ap == nil || ap.Exited() {
+			if err := n.StartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := n.LinkUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range h.Nodes() {
+		if err := n.WaitAPIServerReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
-	hc := n.HTTPClient(2*time.Second, nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(n.IP().String(), "9482")+"/metrics", nil)
+	text, err := metricsText(ctx, n)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+`{node="`+n.Name()+`"} `); ok {
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), name+`{node="`+n.Name()+`"} `); ok {
 			var v float64
 			if _, err := fmt.Sscan(rest, &v); err != nil {
 				return 0, fmt.Errorf("parsing %q: %w", line, err)

@@ -42,24 +42,7 @@ func TestDualStackFailover(t *testing.T) {
 	}
 	prepare := func(t *testing.T) *netns.Node {
 		t.Helper()
-		for _, n := range h.Nodes() {
-			if ap := n.APIServer(); ap == nil || ap.Exited() {
-				if err := n.StartAPIServer(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := n.LinkUp(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range h.Nodes() {
-			if err := n.WaitAPIServerReady(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := c.StartAll(ctx); err != nil {
-			t.Fatal(err)
-		}
+		restoreNodes(ctx, t, h, c)
 		leader, err := waitBoth(ctxFor(t, ctx, time.Minute), h, nil)
 		if err != nil {
 			t.Fatalf("no leader with both VIPs: %v", err)
