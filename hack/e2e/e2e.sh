@@ -11,16 +11,25 @@
 # It needs Docker, kind, kubectl, helm, the `openstack` CLI, Open vSwitch, jq, Go and a
 # devstack on the same host: .github/workflows/e2e-devstack.yaml runs it on a GitHub-hosted
 # runner, devstack installed by the job. The development machine of this project has no
-# Docker engine, so it has never run there; the same Neutron steps (ports, pairs, floating
-# IP, security groups, the sweep by tag) run here in the integration and dataplane tiers.
+# Docker engine, so the kind part has never run there; the script's OpenStack steps run there
+# against the local Keystone + Neutron (below), and the extension's own Neutron work (pairs,
+# floating IP) in the integration and dataplane tiers.
 #
 #   hack/e2e/e2e.sh up      # kind cluster, release images, a Neutron NIC per node, Gardener objects, chart
 #   hack/e2e/e2e.sh test    # SelfHostedShootExposure -> floating IP -> https://FIP:6443/readyz;
 #                           # failover (the holder node paused); then deletion
 #   hack/e2e/e2e.sh logs    # the cluster's and the extension's logs into .local/e2e/logs
 #   hack/e2e/e2e.sh down    # removes everything `up` created, then sweeps what the extension
-#                           # tagged with this cluster's identity (also after failures)
+#                           # marked with this cluster's identity (also after failures)
 #   hack/e2e/e2e.sh all     # up, test, down (logs and down also when up or test fail)
+#
+# The OpenStack steps alone, without kind, Docker or the host's OVS (the integration tier runs
+# them against the local Keystone + Neutron, test/integration/packaging's
+# TestE2EScriptOpenStackSteps); `up` and `down` run the same functions:
+#   hack/e2e/e2e.sh openstack-up NODE...  # the nodes' security group, a Neutron port per NODE, the
+#                                         # cloudprovider Secret and the Infrastructure status in $E2E_STATE
+#   hack/e2e/e2e.sh openstack-down        # the sweep of what the extension marked for this
+#                                         # cluster, then the node ports and the security group
 #
 # Input (environment): the devstack credentials as the `openstack` CLI takes them
 # (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_USER_DOMAIN_NAME,
@@ -36,6 +45,7 @@
 #   E2E_TIMEOUT          seconds to wait for ingress and readyz       (default: 300)
 #   E2E_BINDING_OPENRC   optional: a file to source (in a subshell) for credentials that may
 #                        bind a port to a host, as Nova's service user does on a real cloud.
+#   E2E_STATE            directory of the run's state and logs         (default: .local/e2e)
 #
 # Everything the extension and this script do runs with the project (non-admin)
 # credentials: the node ports are created without `--host`, because `binding:host_id` is
@@ -54,7 +64,7 @@ FLOATING_POOL="${E2E_FLOATING_POOL:-public}"
 OVS_BRIDGE="${E2E_OVS_BRIDGE:-br-int}"
 TIMEOUT="${E2E_TIMEOUT:-300}"
 NODES="${E2E_NODES:-3}"
-STATE="${REPO_ROOT}/.local/e2e"
+STATE="${E2E_STATE:-${REPO_ROOT}/.local/e2e}"
 KUBECONFIG_FILE="${STATE}/kubeconfig"
 RELEASE_DIR="${REPO_ROOT}/bin/release"
 # the nodes' interface on the Neutron network, as the exposure's providerConfig names it
@@ -95,7 +105,8 @@ up() {
   make -C "$REPO_ROOT" --no-print-directory release-artifacts
   import_release_images
 
-  security_group
+  # shellcheck disable=SC2046 # one argument per node
+  openstack_up $(nodes)
   local node
   for node in $(nodes); do plug_node "$node"; done
   install_gardener_objects
@@ -129,12 +140,33 @@ import_release_images() {
   done
 }
 
+# openstack_up NODE... is every OpenStack step of `up`, in the project of the OS_* variables
+# and nothing else (no kind, Docker or host): the nodes' security group, a Neutron port per
+# node (in $STATE/node-ports: node, port ID, MAC, IP, subnet CIDR, gateway, MTU), and the
+# cloudprovider Secret and the Infrastructure's providerStatus that name them
+# ($STATE/cloudprovider.json, $STATE/infrastructure-status.json).
+openstack_up() {
+  need openstack jq
+  [[ -n "${OS_AUTH_URL:-}" ]] || die "source the devstack credentials first (OS_AUTH_URL is empty)"
+  mkdir -p "$STATE"
+  security_group
+  # read once: every node's port is in the same network and subnet (CLI calls are slow)
+  local network subnet node
+  network="$(openstack network show "$NETWORK" -f json)"
+  subnet="$(openstack subnet show "$SUBNET" -f json)"
+  : >"$STATE/node-ports.tmp"
+  for node in "$@"; do node_port "$node" "$network" "$subnet" >>"$STATE/node-ports.tmp"; done
+  mv "$STATE/node-ports.tmp" "$STATE/node-ports"
+  cloud_objects "$network" "$subnet"
+}
+
 # security_group opens the nodes' ports as a shoot's security group does: the API port and
 # ICMP from anywhere, everything between the nodes (etcd, kubelet). The project's default
 # group admits only its own members, and the floating IP's traffic comes from the router.
 security_group() {
   local sg="${NAME}-nodes"
   if ! openstack security group show "$sg" >/dev/null 2>&1; then
+    log "security group ${sg}"
     openstack security group create "$sg" --description "kube-vip e2e nodes" >/dev/null
     openstack security group rule create "$sg" --ingress --protocol tcp --dst-port 6443 --remote-ip 0.0.0.0/0 >/dev/null
     openstack security group rule create "$sg" --ingress --protocol icmp --remote-ip 0.0.0.0/0 >/dev/null
@@ -142,32 +174,40 @@ security_group() {
   fi
 }
 
-# plug_node NODE gives the kind node a NIC on the Neutron network, the way devstack plugs a VM:
-# a Neutron port of device_owner compute:nova (in the nodes' security group), a veth whose host
-# end sits on the integration bridge with iface-id = the port's ID and whose other end, named
-# $NIC, carries the port's MAC, fixed IP and the network's MTU in the node's namespace. For
-# Neutron the node is then a VM on that network, so the VIP (an allowed address pair of this
-# port) and its floating IP work as on a real cloud. Replies from the node subnet (the VIP's
-# too) leave by $NIC: a policy route, since the node's default route is Docker's eth0.
-plug_node() {
-  local node=$1 port_id mac ip cidr prefix gw mtu pid host_if
+# node_port NODE NETWORK-JSON SUBNET-JSON creates (or finds) the node's Neutron port as Nova
+# would for a VM: device_owner compute:nova, in the nodes' security group, an address of the
+# subnet; binds it with E2E_BINDING_OPENRC's credentials if set. Prints "NODE PORT-ID MAC IP
+# CIDR GATEWAY MTU".
+node_port() {
+  local node=$1 network=$2 subnet=$3 port port_id
   log "Neutron port for ${node}"
-  port_id="$(openstack port show "${node}" -f value -c id 2>/dev/null || true)"
-  if [[ -z "$port_id" ]]; then
-    port_id="$(openstack port create "${node}" --network "$NETWORK" --fixed-ip subnet="$SUBNET" \
-      --security-group "${NAME}-nodes" --device-owner compute:nova -f value -c id)"
+  port="$(openstack port show "${node}" -f json 2>/dev/null || true)"
+  if [[ -z "$port" ]]; then
+    port="$(openstack port create "${node}" --network "$(jq -r .id <<<"$network")" \
+      --fixed-ip subnet="$(jq -r .id <<<"$subnet")" \
+      --security-group "${NAME}-nodes" --device-owner compute:nova -f json)"
   fi
+  port_id="$(jq -er .id <<<"$port")"
   if [[ -n "${E2E_BINDING_OPENRC:-}" ]]; then
     log "binding the port to $(hostname) with the credentials of ${E2E_BINDING_OPENRC}"
     (set +u; source "$E2E_BINDING_OPENRC"; openstack port set --host "$(hostname)" "$port_id")
   fi
-  mac="$(openstack port show "$port_id" -f json | jq -r .mac_address)"
-  ip="$(openstack port show "$port_id" -f json | jq -r '.fixed_ips[0].ip_address')"
-  cidr="$(openstack subnet show "$SUBNET" -f value -c cidr)"
-  gw="$(openstack subnet show "$SUBNET" -f value -c gateway_ip)"
-  mtu="$(openstack network show "$NETWORK" -f value -c mtu)"
+  echo "$node $port_id $(jq -er .mac_address <<<"$port") $(jq -er '.fixed_ips[0].ip_address' <<<"$port")" \
+    "$(jq -er .cidr <<<"$subnet") $(jq -er .gateway_ip <<<"$subnet") $(jq -er .mtu <<<"$network")"
+}
+
+# plug_node NODE gives the kind node a NIC on the Neutron network, the way devstack plugs a VM:
+# the node's port of $STATE/node-ports, a veth whose host end sits on the integration bridge
+# with iface-id = the port's ID and whose other end, named $NIC, carries the port's MAC, fixed
+# IP and the network's MTU in the node's namespace. For Neutron the node is then a VM on that
+# network, so the VIP (an allowed address pair of this port) and its floating IP work as on a
+# real cloud. Replies from the node subnet (the VIP's too) leave by $NIC: a policy route,
+# since the node's default route is Docker's eth0.
+plug_node() {
+  local node=$1 port_id mac ip cidr prefix gw mtu pid host_if
+  read -r _ port_id mac ip cidr gw mtu < <(awk -v n="$node" '$1 == n' "$STATE/node-ports")
+  [[ -n "$port_id" ]] || die "no Neutron port of ${node} in ${STATE}/node-ports"
   prefix="${cidr#*/}"
-  echo "$port_id" >>"$STATE/node-port-ids"
 
   pid="$(docker inspect -f '{{.State.Pid}}' "$node")"
   host_if="kv${port_id:0:11}"
@@ -198,7 +238,6 @@ plug_node() {
     (( SECONDS < deadline )) || die "node ${node} does not report InternalIP ${ip}"
     sleep 2
   done
-  echo "${node} ${ip}" >>"$STATE/node-ips"
 }
 
 install_gardener_objects() {
@@ -212,19 +251,9 @@ install_gardener_objects() {
     crd/clusters.extensions.gardener.cloud crd/infrastructures.extensions.gardener.cloud \
     crd/selfhostedshootexposures.extensions.gardener.cloud
 
-  local network_id subnet_id subnet_cidr router_id pool_id
-  network_id="$(openstack network show "$NETWORK" -f value -c id)"
-  subnet_id="$(openstack subnet show "$SUBNET" -f value -c id)"
-  subnet_cidr="$(openstack subnet show "$SUBNET" -f value -c cidr)"
-  router_id="$(openstack router show "$ROUTER" -f value -c id)"
-  pool_id="$(openstack network show "$FLOATING_POOL" -f value -c id)"
-
-  kc -n kube-system create secret generic cloudprovider --dry-run=client -o yaml \
-    --from-literal=domainName="${OS_USER_DOMAIN_NAME:-Default}" \
-    --from-literal=tenantName="$OS_PROJECT_NAME" \
-    --from-literal=username="$OS_USERNAME" \
-    --from-literal=password="$OS_PASSWORD" \
-    --from-literal=authURL="$OS_AUTH_URL" | kc apply -f -
+  local subnet_cidr
+  subnet_cidr="$(jq -er '.status.providerStatus.networks.subnets[0].cidr' "$STATE/infrastructure-status.json")"
+  kc apply -f "$STATE/cloudprovider.json"
 
   kc apply -f - <<YAML
 apiVersion: extensions.gardener.cloud/v1alpha1
@@ -283,15 +312,34 @@ spec:
   region: ${OS_REGION_NAME:-RegionOne}
   secretRef: {name: cloudprovider, namespace: kube-system}
 YAML
-  kc -n kube-system patch infrastructure "$NAME" --subresource=status --type=merge -p "$(cat <<JSON
-{"status":{"providerStatus":{
-  "apiVersion":"openstack.provider.extensions.gardener.cloud/v1alpha1","kind":"InfrastructureStatus",
-  "networks":{"id":"${network_id}","floatingPool":{"id":"${pool_id}","name":"${FLOATING_POOL}"},
-    "router":{"id":"${router_id}"},
-    "subnets":[{"purpose":"nodes","id":"${subnet_id}","cidr":"${subnet_cidr}"}]},
-  "securityGroups":[]}}}
-JSON
-)"
+  kc -n kube-system patch infrastructure "$NAME" --subresource=status --type=merge \
+    -p "$(cat "$STATE/infrastructure-status.json")"
+}
+
+# cloud_objects NETWORK-JSON SUBNET-JSON renders what the cluster learns of OpenStack: the cloudprovider Secret with the
+# OS_* credentials (provider-openstack's keys) and the Infrastructure's providerStatus with the
+# IDs of the network, subnet, router and floating pool, as provider-openstack would record them.
+cloud_objects() {
+  local network_id subnet_id subnet_cidr router_id pool_id
+  network_id="$(jq -er .id <<<"$1")"
+  subnet_id="$(jq -er .id <<<"$2")"
+  subnet_cidr="$(jq -er .cidr <<<"$2")"
+  router_id="$(openstack router show "$ROUTER" -f value -c id)"
+  pool_id="$(openstack network show "$FLOATING_POOL" -f value -c id)"
+
+  (umask 077 && jq -n \
+    --arg domain "${OS_USER_DOMAIN_NAME:-Default}" --arg tenant "$OS_PROJECT_NAME" \
+    --arg user "$OS_USERNAME" --arg password "$OS_PASSWORD" --arg url "$OS_AUTH_URL" \
+    '{apiVersion: "v1", kind: "Secret", metadata: {name: "cloudprovider", namespace: "kube-system"},
+      stringData: {domainName: $domain, tenantName: $tenant, username: $user, password: $password, authURL: $url}}' \
+    >"$STATE/cloudprovider.json")
+  jq -n --arg network "$network_id" --arg subnet "$subnet_id" --arg cidr "$subnet_cidr" \
+    --arg router "$router_id" --arg pool "$pool_id" --arg poolName "$FLOATING_POOL" \
+    '{status: {providerStatus: {
+      apiVersion: "openstack.provider.extensions.gardener.cloud/v1alpha1", kind: "InfrastructureStatus",
+      networks: {id: $network, floatingPool: {id: $pool, name: $poolName}, router: {id: $router},
+        subnets: [{purpose: "nodes", id: $subnet, cidr: $cidr}]},
+      securityGroups: []}}}' >"$STATE/infrastructure-status.json"
 }
 
 test_exposure() {
@@ -301,7 +349,7 @@ test_exposure() {
     endpoints+="
   - nodeName: ${node}
     addresses: [{type: InternalIP, address: ${ip}}]"
-  done <"$STATE/node-ips"
+  done < <(awk '{print $1, $4}' "$STATE/node-ports")
   log "SelfHostedShootExposure"
   kc apply -f - <<YAML
 apiVersion: extensions.gardener.cloud/v1alpha1
@@ -383,32 +431,59 @@ logs() {
 
 down() {
   log "cleaning up"
+  local node port_id host_if
   if [[ -f "$KUBECONFIG_FILE" ]] && kind get clusters 2>/dev/null | grep -qx "$NAME"; then
-    local node
     for node in $(nodes); do docker unpause "$node" >/dev/null 2>&1 || true; done
     kc -n kube-system delete selfhostedshootexposure "$NAME" --ignore-not-found --wait --timeout "${TIMEOUT}s" || \
       log "exposure deletion did not finish; sweeping the Neutron resources tagged by the extension"
     helm uninstall kube-vip --kubeconfig "$KUBECONFIG_FILE" --namespace "$RELEASE_NAMESPACE" --wait || true
   fi
   kind delete cluster --name "$NAME" || true
-  # The sweep: what the extension tagged with this cluster's identity (the technical ID).
-  local tag="kube-vip-cluster=${NAME}" id port_id host_if
-  for id in $(openstack floating ip list --tags "$tag" -f value -c ID 2>/dev/null); do
-    log "sweeping floating IP ${id}"; openstack floating ip delete "$id" || true
-  done
-  for id in $(openstack port list --tags "$tag" -f value -c ID 2>/dev/null); do
-    log "sweeping port ${id}"; openstack port delete "$id" || true
-  done
-  if [[ -f "$STATE/node-port-ids" ]]; then
-    while read -r port_id; do
+  if [[ -f "$STATE/node-ports" ]]; then
+    while read -r node port_id _; do
       host_if="kv${port_id:0:11}"
       sudo ovs-vsctl --if-exists del-port "$OVS_BRIDGE" "$host_if" || true
       sudo ip link del "$host_if" 2>/dev/null || true
-      openstack port delete "$port_id" || true
-    done <"$STATE/node-port-ids"
+    done <"$STATE/node-ports"
+  fi
+  openstack_down
+  rm -rf "$STATE/kubeconfig" "$STATE/kind.yaml"
+}
+
+# openstack_down is every OpenStack step of `down`: the sweep of what the extension made for
+# this cluster (its identity is the technical ID, E2E_NAME), then the node ports and the
+# nodes' security group that openstack_up made. The sweep takes only what carries the
+# extension's own mark: ports with both its tags, and floating IPs with its description for
+# this cluster (the extension marks floating IPs by description, not by tag); a user's
+# floating IP the extension only associated, or a port with a look-alike tag, stays.
+openstack_down() {
+  need openstack jq
+  local ids
+  ids="$(openstack floating ip list --long -f json | jq -r --arg c "$NAME" '
+    "Virtual IP of the kube-apiserver of cluster \($c)" as $p | " (gardener-extension-kube-vip); do not delete" as $s |
+    .[] | select(.Description == $p + $s or
+      (.Description | startswith($p + ", owner ") and endswith($s))) | .ID')" ||
+    { log "listing the floating IPs failed"; ids=""; }
+  if [[ -n "$ids" ]]; then
+    log "sweeping floating IPs" $ids
+    # shellcheck disable=SC2086 # one argument per ID
+    openstack floating ip delete $ids || true
+  fi
+  ids="$(openstack port list --tags "kube-vip.extensions.gardener.cloud,kube-vip-cluster=${NAME}" -f value -c ID)" ||
+    { log "listing the tagged ports failed"; ids=""; }
+  if [[ -n "$ids" ]]; then
+    log "sweeping ports" $ids
+    # shellcheck disable=SC2086 # one argument per ID
+    openstack port delete $ids || true
+  fi
+  if [[ -f "$STATE/node-ports" ]]; then
+    ids="$(awk '{print $2}' "$STATE/node-ports")"
+    log "deleting the nodes' Neutron ports" $ids
+    # shellcheck disable=SC2086 # one argument per ID
+    [[ -z "$ids" ]] || openstack port delete $ids || true
   fi
   openstack security group delete "${NAME}-nodes" 2>/dev/null || true
-  rm -rf "$STATE/node-port-ids" "$STATE/node-ips" "$STATE/kubeconfig" "$STATE/kind.yaml"
+  rm -f "$STATE/node-ports" "$STATE/cloudprovider.json" "$STATE/infrastructure-status.json"
 }
 
 case "${1:-}" in
@@ -416,10 +491,12 @@ case "${1:-}" in
   test) test_exposure ;;
   logs) logs ;;
   down) down ;;
+  openstack-up) shift; openstack_up "$@" ;;
+  openstack-down) openstack_down ;;
   all)
     trap 'rc=$?; [[ $rc = 0 ]] || logs; down; exit $rc' EXIT
     up
     test_exposure
     ;;
-  *) echo "usage: $0 up|test|logs|down|all" >&2; exit 2 ;;
+  *) echo "usage: $0 up|test|logs|down|all|openstack-up NODE...|openstack-down" >&2; exit 2 ;;
 esac

@@ -6,5 +6,6 @@
 // gardener's chart renderer and applied to a real kube-apiserver (server-side dry run, and
 // for real to check its RBAC by impersonating the controller), the registration manifests
 // decoded strictly with gardener's own types, the generated ControllerRegistration against
-// the chart, and the Dockerfiles against the Go packages of the binaries.
+// the chart, the Dockerfiles against the Go packages of the binaries, and hack/e2e/e2e.sh's
+// OpenStack steps against the local Keystone + Neutron.
 package packaging

@@ -14,7 +14,8 @@ import (
 )
 
 // TestE2EScriptParts checks what of hack/e2e/e2e.sh can be checked without Docker and
-// devstack (it runs only in .github/workflows/e2e-devstack.yaml): the script parses, each
+// OpenStack (the kind part runs only in .github/workflows/e2e-devstack.yaml, the OpenStack
+// steps in TestE2EScriptOpenStackSteps): the script parses, each
 // Gardener CRD it applies exists in the module it downloads, and it creates the
 // PriorityClass the chart's Deployment names.
 func TestE2EScriptParts(t *testing.T) {
