@@ -5,7 +5,7 @@
 
 # Installs the Debian packages the project needs for building and testing, if missing.
 #
-#   hack/install-deps.sh            everything (OpenStack servers, networking tools, make)
+#   hack/install-deps.sh            everything (OpenStack servers and CLI, networking tools, make)
 #   hack/install-deps.sh PKG...     only these
 #
 # Only library and tool packages, none that runs a service; a policy-rc.d guard makes sure
@@ -13,7 +13,7 @@
 # Go and its modules are not installed here: go.mod and go.sum pin the modules.
 set -euo pipefail
 
-ALL="python3-neutron python3-keystone uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
+ALL="python3-neutron python3-keystone python3-openstackclient uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
 iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates
 containerd runc containernetworking-plugins gcc libc6-dev
 rabbitmq-server iptables ipset conntrack"
