@@ -255,6 +255,30 @@ func waitForTechnicalID(t *testing.T, ctx context.Context, id string) {
 	}
 }
 
+// waitForLabels waits until the running controller's cache sees the control-plane label on
+// every shared Node (or on none): the exposure's first reconciliation reads the Nodes from
+// there, and one that still sees the previous labels would make other calls.
+func waitForLabels(t *testing.T, ctx context.Context, e *sharedEnv, on bool) {
+	t.Helper()
+	if controllerCache == nil {
+		return
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, converge, true, func(ctx context.Context) (bool, error) {
+		for _, n := range e.nodes {
+			node := &corev1.Node{}
+			if err := controllerCache.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
+				return false, nil
+			}
+			if _, labelled := node.Labels[exposure.LabelControlPlane]; labelled != on {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("the controller's cache did not see the control-plane labels (on: %t): %v", on, err)
+	}
+}
+
 // newExposure returns an exposure for the shared nodes with a fresh cluster identity.
 func newExposure(t *testing.T, ctx context.Context, e *sharedEnv, name string) (*extensionsv1alpha1.SelfHostedShootExposure, string) {
 	t.Helper()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,8 +39,7 @@ func lifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) (calls
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
 	defer cancel()
 	e.setControlPlane(t, ctx, at != phaseUpdate)
-	// Let the controller's cache see the labels before the exposure exists.
-	time.Sleep(300 * time.Millisecond)
+	waitForLabels(t, ctx, e, at != phaseUpdate)
 
 	exp, identity := newExposure(t, ctx, e, "faults")
 	ob := &observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}
