@@ -205,7 +205,7 @@ node_port() {
 # since the node's default route is Docker's eth0.
 plug_node() {
   local node=$1 port_id mac ip cidr prefix gw mtu pid host_if
-  read -r _ port_id mac ip cidr gw mtu < <(awk -v n="$node" '$1 == n' "$STATE/node-ports")
+  read -r _ port_id mac ip cidr gw mtu < <(awk -v n="$node" '$1 == n' "$STATE/node-ports") || true
   [[ -n "$port_id" ]] || die "no Neutron port of ${node} in ${STATE}/node-ports"
   prefix="${cidr#*/}"
 
