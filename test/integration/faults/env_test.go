@@ -264,16 +264,12 @@ func waitForLabels(t *testing.T, ctx context.Context, e *sharedEnv, on bool) {
 		return
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, converge, true, func(ctx context.Context) (bool, error) {
-		for _, n := range e.nodes {
+		return !slices.ContainsFunc(e.nodes, func(n nodeFixture) bool {
 			node := &corev1.Node{}
-			if err := controllerCache.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
-				return false, nil
-			}
-			if _, labelled := node.Labels[exposure.LabelControlPlane]; labelled != on {
-				return false, nil
-			}
-		}
-		return true, nil
+			err := controllerCache.Get(ctx, client.ObjectKey{Name: n.name}, node)
+			_, labelled := node.Labels[exposure.LabelControlPlane]
+			return err != nil || labelled != on
+		}), nil
 	}); err != nil {
 		t.Fatalf("the controller's cache did not see the control-plane labels (on: %t): %v", on, err)
 	}
