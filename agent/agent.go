@@ -99,6 +99,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Leases: leases, Fallbacks: fallbacks.clients, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings: cfg.timings(), Clock: clk, Log: log,
 		Eligible: n.eligible, MayKeep: n.mayKeep, Yield: n.yield, HoldThroughStall: n.holdThroughStall,
+		VIPAnswered: set.answered,
 		Callbacks: election.Callbacks{
 			OnLeading:        n.onLeading,
 			OnStoppedLeading: n.onStoppedLeading,

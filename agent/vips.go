@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
 
@@ -84,6 +85,8 @@ func (as announcers) Close() error {
 
 // vipSet is the exposure's VIPs on one interface.
 type vipSet struct {
+	iface     string
+	vips      []netip.Addr
 	addrs     []*vip.Address
 	announce  announcers
 	guard     arp.Guards
@@ -92,7 +95,7 @@ type vipSet struct {
 
 // newVIPSet opens, for every VIP, its address on iface, its announcer and its guard.
 func newVIPSet(iface string, vips []netip.Addr, lifetime time.Duration) (*vipSet, error) {
-	s := &vipSet{}
+	s := &vipSet{iface: iface, vips: vips}
 	for _, v := range vips {
 		addr, err := vip.New(iface, v, lifetime)
 		if err != nil {
@@ -110,6 +113,21 @@ func newVIPSet(iface string, vips []netip.Addr, lifetime time.Duration) (*vipSet
 		s.guard = append(s.guard, arp.NewGuard(iface, v))
 	}
 	return s, nil
+}
+
+// answered reports whether another host answers for any of the VIPs now: one verdict of
+// takeover guards of their own (the keeper's may be probing), which takes
+// timing.TakeoverSilence where nobody answers. A probe that fails or finds no verdict in
+// time counts as answered, the careful answer for election.Config.VIPAnswered.
+func (s *vipSet) answered(ctx context.Context) bool {
+	var gs arp.Guards
+	for _, v := range s.vips {
+		gs = append(gs, arp.NewGuard(s.iface, v))
+	}
+	defer func() { _ = gs.Close() }()
+	now := time.Now()
+	free, holder, err := gs.Free(ctx, now, now.Add(timing.TakeoverSilence+timing.KeeperTick))
+	return err != nil || !free || holder != ""
 }
 
 // Present reports whether any VIP is on the interface.

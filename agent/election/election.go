@@ -78,6 +78,13 @@ type Config struct {
 	// takeover guard protects the VIP and the health gate holds. A conflict whose re-read
 	// names another holder, or a definite rejection, still ends the term. Nil means never.
 	HoldThroughStall func() bool
+	// VIPAnswered reports whether another host answers for the VIP now (a probe of the
+	// takeover guard). A follower whose read of an expired Lease was slow leaves the holder
+	// time to renew (timing.StalledTakeoverDelay) only while one does: a holder that holds
+	// through a stall keeps its VIP on and answers for it, whereas one whose node lost its
+	// link or died serves nobody, and waiting for it lengthens the outage (the cut node
+	// led etcd, so the read waited for etcd's election). Nil means one always does.
+	VIPAnswered func(ctx context.Context) bool
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower

@@ -22,7 +22,8 @@ import (
 // be holding its term through the stall (Config.HoldThroughStall), and a takeover write
 // queued now would race its renewals when etcd has a leader again. The follower then gives
 // the holder timing.StalledTakeoverDelay to renew first. A read queues no write, so it
-// cannot win that race.
+// cannot win that race. Where nobody answers for the VIP, there is no holder to leave time
+// to, and the follower takes the Lease at once.
 func (e *Elector) confirmExpiry(ctx context.Context) bool {
 	start := e.clock.Now()
 	lease, err := e.get(ctx)
@@ -34,7 +35,14 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 		e.observe(&coordinationv1.Lease{}, true)
 	}
 	if now := e.clock.Now(); (err != nil && !apierrors.IsNotFound(err)) || now.Sub(start) > timing.StalledReadThreshold {
-		e.stallNotBefore = now.Add(timing.StalledTakeoverDelay)
+		// A slow read that returned means etcd has a leader again; nobody answering for the
+		// VIP means nobody to leave time to (Config.VIPAnswered).
+		if err == nil && e.cfg.VIPAnswered != nil && !e.cfg.VIPAnswered(ctx) {
+			e.log.Info("Reading the Lease before taking it over stalled, and nobody answers for the VIP; taking it over",
+				"took", now.Sub(start).String())
+			return e.canAcquire(e.clock.Now())
+		}
+		e.stallNotBefore = e.clock.Now().Add(timing.StalledTakeoverDelay)
 		e.log.Info("Reading the Lease before taking it over stalled; leaving its holder time to renew",
 			"took", now.Sub(start).String(), "error", fmt.Sprint(err))
 		return false

@@ -157,7 +157,8 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 	e, err := New(Config{
 		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
 		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, HoldThroughStall: cfg.HoldThroughStall,
-		Clock: h.clock, Log: logr.Discard(),
+		VIPAnswered: cfg.VIPAnswered,
+		Clock:       h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },

@@ -118,6 +118,32 @@ func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 	}
 }
 
+// A follower whose read of an expired Lease stalled, where nobody answers for the VIP (the
+// holder's node lost its link, and led etcd), takes the Lease at once: there is no holder
+// to leave time to. Where one answers, it waits as before.
+func TestFollowerWhoseReadStallsTakesAnUnansweredVIPAtOnce(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		h := newHarness()
+		tm := timing.Defaults()
+		a, _ := h.candidate(t, "node-a", tm)
+		probes := 0
+		b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm,
+			VIPAnswered: func(context.Context) bool { probes++; return answered }})
+		a.tryAcquireOrRenew(context.Background())
+		b.observe(h.leases.current(), false)
+		h.clock.Step(tm.LeaseDuration)
+
+		h.leases.readDelay = 2 * timing.StalledReadThreshold
+		b.step(context.Background())
+		if probes != 1 {
+			t.Fatalf("answered=%v: the follower probed the VIP %d times after a stalled read, want once", answered, probes)
+		}
+		if b.leading == answered {
+			t.Fatalf("answered=%v: leading=%v after a stalled read", answered, b.leading)
+		}
+	}
+}
+
 // Under persistent write errors a follower that may take the Lease retries with a growing,
 // jittered pause: at most one request per second, and not in step with the others.
 func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {

@@ -134,7 +134,9 @@ const (
 	StalledDecisionMargin = 50 * time.Millisecond
 	// StalledTakeoverDelay is how long a follower whose read of an expired Lease stalled
 	// waits before it reads again to take it: two of the holder's retries during a stalled
-	// hold, so that the holder renews first once etcd has a leader again.
+	// hold, so that the holder renews first once etcd has a leader again. Only while another
+	// host answers for the VIP: a holder in a stalled hold does, one whose node was cut does
+	// not, and waiting for it would only lengthen the outage.
 	StalledTakeoverDelay = 2 * StalledRetryTimeout
 	// StalledReadThreshold: a follower's read of an expired Lease that takes longer than
 	// this (a read of one object normally takes a few milliseconds) may have waited for

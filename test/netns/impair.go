@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,16 +113,30 @@ func (l *ImpairedLink) relay(from, to *packet.Conn, imp Impairment) {
 // relaySocket opens a packet socket for every frame that arrives at the named interface
 // (promiscuous; the frames it sends itself are not read back).
 func relaySocket(name string) (*packet.Conn, error) {
-	return relaySocketFor(name, unix.ETH_P_ALL)
+	return relaySocketFor(name, 0)
 }
 
-// relaySocketFor is relaySocket for the frames of one EtherType.
-func relaySocketFor(name string, proto int) (*packet.Conn, error) {
+// relaySocketFor is relaySocket for the frames of one EtherType (0: all). The socket is
+// bound to every protocol and filters by EtherType itself: on a bridge port, the kernel
+// hands a frame to sockets bound to one protocol only after the bridge passed it on, and
+// the bridge consumes every frame, so such a socket would read nothing.
+func relaySocketFor(name string, etherType uint16) (*packet.Conn, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
-	c, err := packet.Listen(ifi, packet.Raw, proto, nil)
+	cfg := &packet.Config{}
+	if etherType != 0 {
+		if cfg.Filter, err = bpf.Assemble([]bpf.Instruction{
+			bpf.LoadAbsolute{Off: 12, Size: 2}, // the Ethernet header's EtherType
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(etherType), SkipFalse: 1},
+			bpf.RetConstant{Val: 1 << 16},
+			bpf.RetConstant{Val: 0},
+		}); err != nil {
+			return nil, fmt.Errorf("assembling the relay's filter: %w", err)
+		}
+	}
+	c, err := packet.Listen(ifi, packet.Raw, unix.ETH_P_ALL, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("packet socket on %s: %w", name, err)
 	}
@@ -191,10 +206,10 @@ func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*Impa
 	a.link = &ImpairedLink{}
 	err := RunIn(a.ns, func() error {
 		var err error
-		if a.link.a, err = relaySocketFor(a.port, unix.ETH_P_ARP); err != nil {
+		if a.link.a, err = relaySocketFor(a.port, uint16(unix.ETH_P_ARP)); err != nil {
 			return err
 		}
-		if a.link.b, err = relaySocketFor(a.in, unix.ETH_P_ARP); err != nil {
+		if a.link.b, err = relaySocketFor(a.in, uint16(unix.ETH_P_ARP)); err != nil {
 			_ = a.link.a.Close()
 			return err
 		}

@@ -1,0 +1,160 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package netns_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/arp"
+
+	garp "github.com/gardener/gardener-extension-kube-vip/agent/arp"
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// TestImpairARP: a node whose ARP frames the harness impairs still answers ARP, each answer
+// at least the impairment's delay late, and the relay counts what it passed. (The bench's
+// ARP-impaired scenarios rest on this: a relay that passes nothing turns "40 ms late, 2 %
+// lost" into "all lost".)
+func TestImpairARP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-"})
+	impaired, asker := h.Nodes()[0], h.Nodes()[1]
+	const delay = 40 * time.Millisecond
+	const asks = 10
+	imp, err := h.ImpairARP(ctx, impaired, netns.Impairment{Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
+
+	var answered int
+	var fastest, slowest time.Duration
+	err = netns.RunIn(asker.Namespace(), func() error {
+		ifi, err := net.InterfaceByName(netns.Interface)
+		if err != nil {
+			return err
+		}
+		c, err := arp.Dial(ifi)
+		if err != nil {
+			return fmt.Errorf("ARP client on %s: %w", asker, err)
+		}
+		defer c.Close()
+		for i := range asks {
+			start := time.Now()
+			if err := c.SetDeadline(start.Add(500 * time.Millisecond)); err != nil {
+				return err
+			}
+			mac, err := c.Resolve(impaired.IP())
+			took := time.Since(start)
+			if err != nil {
+				t.Errorf("ask %d: no answer from %s within 500ms: %v", i, impaired, err)
+				continue
+			}
+			if mac.String() != impaired.MAC().String() {
+				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
+			}
+			answered++
+			if answered == 1 || took < fastest {
+				fastest = took
+			}
+			slowest = max(slowest, took)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relayed, dropped, err := imp.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d asks answered in %s to %s; the relay passed %d ARP frames and dropped %d",
+		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
+	if answered > 0 && fastest < delay {
+		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
+	}
+	if relayed < answered || relayed == 0 {
+		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
+	}
+}
+
+// TestGuardOverImpairedARP is the bench's ARP-impaired crash on the bench's own path (the
+// bridge, ebtables and the relay): the old holder's kernel keeps the VIP for its lifetime
+// (1 s) and answers ARP for it, every frame 40 ms late and 2 % lost; the new leader's
+// takeover guard probes from the start and adds the VIP at its first "free". A sampler
+// reading both nodes every millisecond must never find the VIP on both.
+func TestGuardOverImpairedARP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-"})
+	old, taker := h.Nodes()[0], h.Nodes()[1]
+	imp, err := h.ImpairARP(ctx, old, netns.Impairment{Delay: 40 * time.Millisecond, Loss: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
+	vip := h.VIP()
+
+	for round := range 5 {
+		if _, err := old.Run(ctx, "ip", "addr", "add", h.VIPPrefix().String(), "dev", netns.Interface, "valid_lft", "1", "preferred_lft", "1"); err != nil {
+			t.Fatal(err)
+		}
+		added := time.Now()
+		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+		var holder string
+		err := netns.RunIn(taker.Namespace(), func() error {
+			g := garp.NewGuard(netns.Interface, vip)
+			defer g.Close()
+			since := time.Now()
+			for ctx.Err() == nil {
+				free, who, err := g.Free(ctx, since, time.Now().Add(100*time.Millisecond))
+				if err != nil {
+					return err
+				}
+				holder = cmp.Or(holder, who)
+				if free {
+					return taker.AddAddress(ctx, h.VIPPrefix())
+				}
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		onAfter := time.Since(added)
+		// Until the old holder's VIP is gone, so that an overlap shows whatever its length.
+		for gone := false; !gone && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+			has, err := old.HasAddress(vip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gone = !has
+		}
+		report := sampler.Stop()
+		if n := len(report.Overlaps); n > 0 {
+			first, last := report.Overlaps[0].At, report.Overlaps[n-1].At
+			t.Errorf("round %d: the VIP was on both nodes for %s (%d of %d samples), from %s after the old holder's refresh",
+				round, last.Sub(first).Round(time.Millisecond), n, report.Sweeps, first.Sub(added).Round(time.Millisecond))
+		}
+		if holder != old.MAC().String() {
+			t.Errorf("round %d: the guard saw %q answer, want the old holder %s", round, holder, old.MAC())
+		}
+		t.Logf("round %d: the taker added the VIP %s after the old holder's 1 s refresh (%d samples)", round, onAfter.Round(time.Millisecond), report.Sweeps)
+		if err := taker.RemoveAddress(ctx, h.VIPPrefix()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relayed, dropped, err := imp.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the relay passed %d of the old holder's ARP frames and dropped %d", relayed, dropped)
+}
