@@ -144,10 +144,17 @@ func TestAgentUnderItsRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The only request RBAC refuses is the create of the missing Lease.
+		refusedCreates := 0
 		for _, line := range strings.Split(string(data), "\n") {
-			if strings.Contains(strings.ToLower(line), "forbidden") && !(strings.Contains(line, "cannot create resource") && strings.Contains(line, "leases")) {
-				t.Errorf("the agent on %s was refused something other than creating the Lease: %s", n, line)
+			if !strings.Contains(strings.ToLower(line), "forbidden") {
+				continue
 			}
+			if strings.Contains(line, "cannot create resource") && strings.Contains(line, "leases") {
+				refusedCreates++
+				continue
+			}
+			t.Errorf("the agent on %s was refused something other than creating the Lease: %s", n, line)
 		}
+		t.Logf("the agent on %s logged %d refused creates of the missing Lease", n, refusedCreates)
 	}
 }
