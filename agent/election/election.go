@@ -148,6 +148,8 @@ type Elector struct {
 	// failedAcquisitions counts this follower's failed takeover writes since its last
 	// success (followerRetry).
 	failedAcquisitions int
+	// createRefused: creating the missing Lease was forbidden (see noteCreateFailure).
+	createRefused bool
 	// stalled: the renewals of the current term stall and the term is held through them
 	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
 	// attempt started, to pace the retries.

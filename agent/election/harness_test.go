@@ -38,7 +38,9 @@ type fakeLeases struct {
 	readDelay  time.Duration // each read takes this long on the fake clock
 	// updateErr, when set, fails every update after writeDelay, as a stalled etcd does
 	// (nothing is stored).
-	updateErr  error
+	updateErr error
+	// createErr, when set, fails every create, as the controller's Role does.
+	createErr  error
 	calls      int
 	noDeadline []string // calls made with a context without a deadline
 }
@@ -67,6 +69,9 @@ func (f *fakeLeases) Create(ctx context.Context, l *coordinationv1.Lease, _ meta
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.note(ctx, "create")
+	if f.createErr != nil {
+		return nil, f.createErr
+	}
 	if f.lease != nil {
 		return nil, apierrors.NewAlreadyExists(leases, l.Name)
 	}

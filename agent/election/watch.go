@@ -148,6 +148,7 @@ func (e *Elector) observe(lease *coordinationv1.Lease, authoritative bool) {
 		e.noteHolder("")
 		return
 	}
+	e.createRefused = false
 	if !authoritative && e.observed != nil && olderThan(lease.ResourceVersion, e.observed.ResourceVersion) {
 		return
 	}

@@ -33,7 +33,7 @@ func (e *Elector) sync(ctx context.Context) error {
 		} else if apierrors.IsAlreadyExists(err) {
 			continue // another candidate created it a moment ago; read it
 		} else {
-			e.log.Error(err, "Creating the Lease failed, retrying")
+			e.noteCreateFailure(err)
 		}
 		select {
 		case <-ctx.Done():
@@ -61,6 +61,20 @@ func (e *Elector) create(ctx context.Context) (*coordinationv1.Lease, error) {
 	return e.cfg.Leases.Create(reqCtx, lease, metav1.CreateOptions{})
 }
 
+// noteCreateFailure logs a failed create of the missing Lease. The Role the controller
+// deploys grants no create (it cannot be limited to one name): the agent waits for the
+// controller to create the Lease again, and says so once rather than on every retry.
+func (e *Elector) noteCreateFailure(err error) {
+	if !apierrors.IsForbidden(err) {
+		e.log.Error(err, "Creating the Lease failed, retrying")
+		return
+	}
+	if !e.createRefused {
+		e.log.Info("The Lease is missing and this agent may not create it; waiting for it to be created", "error", err.Error())
+	}
+	e.createRefused = true
+}
+
 // get reads the Lease, bounded by a retry period: an API server that hangs must not stall
 // the state machine. Its result is authoritative (a linearizable read).
 func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
@@ -84,7 +98,10 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			e.log.Error(err, "Creating the Lease failed")
+			e.noteCreateFailure(err)
+			if !e.leading {
+				e.failedAcquisitions++ // back off as after a refused takeover
+			}
 			return
 		}
 		e.observe(lease, true)

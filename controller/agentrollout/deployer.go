@@ -62,7 +62,7 @@ func (d *Deployer) WithReader(r client.Reader) *Deployer {
 // implementation's pods are still stopping.
 const HandoverPoll = 2 * time.Second
 
-// Deploy creates or updates the ServiceAccount, Role, RoleBinding, metrics Service (see
+// Deploy creates or updates the ServiceAccount, Role, RoleBinding, Lease, metrics Service (see
 // metricsService), ServiceMonitor and PrometheusRule (see applyMonitoring) and DaemonSet of
 // the chosen implementation with server-side apply. Fields this package stops setting are
 // removed from the objects; a changed spec (image, timings, VIP) rolls the DaemonSet one
@@ -104,6 +104,8 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		{"ServiceAccount", spec.Namespace, names.serviceAccount(spec.Namespace)},
 		{"Role", spec.Namespace, names.role(spec.Namespace)},
 		{"RoleBinding", spec.Namespace, names.roleBinding(spec.Namespace)},
+		// Before the DaemonSet: the agents may not create it.
+		{"Lease", spec.Namespace, names.leaseObject(spec.Namespace)},
 	}
 	if names.readsPeers {
 		objects = append(objects,
@@ -250,18 +252,21 @@ func (d *Deployer) present(ctx context.Context, namespace string, names objectNa
 
 // Status reports the DaemonSet's desired and ready pods and the holder of the Lease of the
 // implementation that runs (upstream kube-vip's when its DaemonSet exists, else
-// kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error. The
-// holder is the Lease's holderIdentity as written by the agents; an expired Lease keeps
-// its last holder (see fillHolder for when the holder counts as ready).
+// kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error; a
+// missing Lease of a running DaemonSet is created again. The holder is the Lease's
+// holderIdentity as written by the agents; an expired Lease keeps its last holder (see
+// fillHolder for when the holder counts as ready).
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
 	status := &v1alpha1.AgentStatus{}
 
 	names := kubeVIPAgentNames()
+	running := false
 	for _, candidate := range []objectNames{kubeVIPNames(), kubeVIPAgentNames()} {
 		ds := &appsv1.DaemonSet{}
 		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: candidate.name}, ds)
 		if err == nil {
 			names = candidate
+			running = ds.DeletionTimestamp == nil
 			status.DesiredPods = ds.Status.DesiredNumberScheduled
 			status.ReadyPods = ds.Status.NumberReady
 			break
@@ -272,12 +277,20 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	}
 
 	lease := &coordinationv1.Lease{}
-	if err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease); err == nil {
+	err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease)
+	switch {
+	case err == nil:
 		if err := d.fillHolder(ctx, namespace, names, lease, status); err != nil {
 			return nil, err
 		}
-	} else if !apierrors.IsNotFound(err) {
+	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)
+	case running:
+		// Deleted out of band. The agents may not create it (see role), so it comes back
+		// here, on the next agent refresh, not only at the next full reconciliation.
+		if err := d.client.Apply(ctx, names.leaseObject(namespace), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("re-creating Lease %s/%s: %w", namespace, names.lease, err)
+		}
 	}
 	return status, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -47,11 +48,12 @@ func (o objectNames) serviceAccount(namespace string) *corev1ac.ServiceAccountAp
 		WithAutomountServiceAccountToken(true)
 }
 
-// role allows the agent its Lease and nothing else. create cannot be narrowed by name
-// (the authorizer sees no name on a create). watchLease adds watch, which is allowed by
-// name only when the watch carries fieldSelector metadata.name=<lease>; that is how
-// kube-vip-agent watches. Upstream kube-vip (client-go's leader election on a LeaseLock)
-// only gets, creates and updates.
+// role allows the agent its Lease and nothing else: no create, which the authorizer cannot
+// narrow by name (a create carries none), so the controller creates the Lease (see
+// leaseObject). watchLease adds watch, which is allowed by name only when the watch carries
+// fieldSelector metadata.name=<lease>; that is how kube-vip-agent watches. Upstream
+// kube-vip (client-go's leader election on a LeaseLock) only gets and updates an existing
+// Lease.
 func (o objectNames) role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 	verbs := []string{"get", "update"}
 	if o.watchLease {
@@ -59,17 +61,18 @@ func (o objectNames) role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 	}
 	return rbacv1ac.Role(o.name, namespace).
 		WithLabels(o.labels()).
-		WithRules(
-			rbacv1ac.PolicyRule().
-				WithAPIGroups(coordinationv1.GroupName).
-				WithResources("leases").
-				WithResourceNames(o.lease).
-				WithVerbs(verbs...),
-			rbacv1ac.PolicyRule().
-				WithAPIGroups(coordinationv1.GroupName).
-				WithResources("leases").
-				WithVerbs("create"),
-		)
+		WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups(coordinationv1.GroupName).
+			WithResources("leases").
+			WithResourceNames(o.lease).
+			WithVerbs(verbs...))
+}
+
+// leaseObject is the implementation's Lease with the extension's labels and no spec: the
+// spec is the agents' election record, written with updates, which an apply that sets no
+// spec field leaves alone.
+func (o objectNames) leaseObject(namespace string) *coordinationv1ac.LeaseApplyConfiguration {
+	return coordinationv1ac.Lease(o.lease, namespace).WithLabels(o.labels())
 }
 
 // peerRole allows the agent to read the `kubernetes` EndpointSlice of the namespace

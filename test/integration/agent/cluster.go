@@ -51,6 +51,9 @@ type Cluster struct {
 	Bin string
 	// ExtraArgs are appended to every agent's command line.
 	ExtraArgs []string
+	// Kubeconfig gives the --kubeconfig of the agent on a node; nil: the node's admin
+	// kubeconfig.
+	Kubeconfig func(*netns.Node) string
 
 	mu     sync.Mutex
 	agents map[string]*netns.Process
@@ -68,8 +71,12 @@ func (c *Cluster) Start(ctx context.Context, n *netns.Node) (*netns.Process, err
 	if p := c.agents[n.Name()]; p != nil && !p.Exited() {
 		return nil, fmt.Errorf("agent on %s runs already", n)
 	}
+	kubeconfig := n.Kubeconfig()
+	if c.Kubeconfig != nil {
+		kubeconfig = c.Kubeconfig(n)
+	}
 	args := append([]string{
-		"--kubeconfig=" + n.Kubeconfig(),
+		"--kubeconfig=" + kubeconfig,
 		"--node-name=" + n.Name(),
 		"--vip=" + vipFlag(c.H.VIPs()),
 		// As the controller's DaemonSet passes it ([$(KUBE_VIP_HOST_IP)]:9482): the node's

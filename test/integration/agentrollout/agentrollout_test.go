@@ -260,7 +260,7 @@ func TestAgentRBAC(t *testing.T) {
 		{lease("update", "kube-vip-agent"), true},
 		{lease("get", "kube-vip-agent"), true},
 		{lease("watch", "kube-vip-agent"), true},
-		{lease("create", ""), true},
+		{lease("create", ""), false},
 		{lease("update", "other-lease"), false},
 		{lease("get", "other-lease"), false},
 		{lease("delete", "kube-vip-agent"), false},
@@ -319,13 +319,7 @@ func TestDeleteWaitsForAgentPods(t *testing.T) {
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatalf("creating agent pod: %v", err)
 	}
-	heldLease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent", Namespace: ns},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node1")},
-	}
-	if err := c.Create(ctx, heldLease); err != nil {
-		t.Fatalf("creating Lease: %v", err)
-	}
+	holdLease(ctx, t, c, ns, "kube-vip-agent", coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node1")})
 
 	gone, err := d.Delete(ctx, ns)
 	if err != nil {
@@ -393,13 +387,7 @@ func TestStatus(t *testing.T) {
 	if err := c.Status().Update(ctx, ds); err != nil {
 		t.Fatalf("updating DaemonSet status: %v", err)
 	}
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent", Namespace: ns},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node2"), LeaseDurationSeconds: ptr.To[int32](2)},
-	}
-	if err := c.Create(ctx, lease); err != nil {
-		t.Fatalf("creating Lease: %v", err)
-	}
+	holdLease(ctx, t, c, ns, "kube-vip-agent", coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node2"), LeaseDurationSeconds: ptr.To[int32](2)})
 
 	st, err = d.Status(ctx, ns)
 	if err != nil {
