@@ -327,7 +327,14 @@ down() {
     for p in $(ip netns pids "$ns"); do kill -9 "$p"; done
     ip netns del "$ns"
   done
-  [ -z "$router" ] || ip netns del "qrouter-$router" 2>/dev/null
+  # The L3 agent's radvd (one per IPv6 router interface) outlives the agent and keeps the
+  # router's namespace, and with it the router's veths, alive after the del: the next up's
+  # L3 agent then fails with "Interface tap... already exists" and builds no router.
+  for p in $(pgrep -f "radvd -C $DIR/"); do kill -9 "$p"; done
+  if [ -n "$router" ]; then
+    for p in $(ip netns pids "qrouter-$router" 2>/dev/null); do kill -9 "$p"; done
+    ip netns del "qrouter-$router" 2>/dev/null
+  fi
   if [ -n "$network" ]; then
     for d in $(ip -o link show master "brq${network:0:11}" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
       case $d in tap* | vxlan-*) ip link del "$d" ;; esac
