@@ -11,7 +11,7 @@
 #
 #   hack/dataplane.sh up      restart Neutron with the dataplane config, start the agents
 #   hack/dataplane.sh smoke   plug a namespace into node port 0, ping its floating IP from the client
-#   hack/dataplane.sh down    stop the agents and RabbitMQ, remove every namespace, device,
+#   hack/dataplane.sh down    stop the agents (and the L3 agent's radvd) and RabbitMQ, remove every namespace, device,
 #                             iptables/ebtables chain and ipset they made, then stop Keystone +
 #                             Neutron (the next `hack/openstack.sh up` is agent-less again)
 #   hack/dataplane.sh status
