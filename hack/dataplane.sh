@@ -11,7 +11,7 @@
 #
 #   hack/dataplane.sh up      restart Neutron with the dataplane config, start the agents
 #   hack/dataplane.sh smoke   plug a namespace into node port 0, ping its floating IP from the client
-#   hack/dataplane.sh down    stop the agents and RabbitMQ, remove every namespace, device,
+#   hack/dataplane.sh down    stop the agents (and the L3 agent's radvd) and RabbitMQ, remove every namespace, device,
 #                             iptables/ebtables chain and ipset they made, then stop Keystone +
 #                             Neutron (the next `hack/openstack.sh up` is agent-less again)
 #   hack/dataplane.sh status
@@ -327,7 +327,14 @@ down() {
     for p in $(ip netns pids "$ns"); do kill -9 "$p"; done
     ip netns del "$ns"
   done
-  [ -z "$router" ] || ip netns del "qrouter-$router" 2>/dev/null
+  # The L3 agent's radvd (one per IPv6 router interface) outlives the agent and keeps the
+  # router's namespace, and with it the router's veths, alive after the del: the next up's
+  # L3 agent then fails with "Interface tap... already exists" and builds no router.
+  for p in $(pgrep -f "radvd -C $DIR/"); do kill -9 "$p"; done
+  if [ -n "$router" ]; then
+    for p in $(ip netns pids "qrouter-$router" 2>/dev/null); do kill -9 "$p"; done
+    ip netns del "qrouter-$router" 2>/dev/null
+  fi
   if [ -n "$network" ]; then
     for d in $(ip -o link show master "brq${network:0:11}" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
       case $d in tap* | vxlan-*) ip link del "$d" ;; esac

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,7 +34,7 @@ type FrontDoorProbe string
 
 const (
 	// FrontDoorTCP requires a ready agent holding the current Lease and a TCP connect from
-	// the controller to VIP:spec.port and, unless the exposure is internal only or its
+	// the controller to every VIP's spec.port (one per IP family) and, unless the exposure is internal only or its
 	// provider config sets probeFloatingIP: false, to the floating IP's spec.port. The
 	// default: the controller of a self-hosted shoot runs on the shoot's nodes and reaches
 	// the VIP, and the floating IP through the router's hairpin NAT.
@@ -121,8 +122,8 @@ func (a *Actuator) checkFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 }
 
 // probeFrontDoor tells whether a ready agent holds the current Lease and, with
-// FrontDoorTCP, whether VIP:spec.port and, on the path FrontDoorPathFloatingIP, the
-// floating IP's spec.port accept a TCP connection.
+// FrontDoorTCP, whether every VIP's spec.port (each family's) and, on the path
+// FrontDoorPathFloatingIP, the floating IP's spec.port accept a TCP connection.
 func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, agent *v1alpha1.AgentStatus) frontDoorState {
 	switch {
 	case agent.LeaseHolder == "":
@@ -134,8 +135,15 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 	}
 	port := strconv.Itoa(int(exp.Spec.Port))
 	address := net.JoinHostPort(status.VIPAddress, port)
-	if err := a.probe(ctx, address); err != nil {
-		return frontDoorState{reason: reasonNotAnswering, message: fmt.Sprintf("Node %q holds the Lease, but %s does not accept connections: %v.", agent.LeaseHolder, address, err)}
+	// Every VIP is probed: the other family's VIP is a published door too (an IPv6 VIP is
+	// its own front door), and Succeeded means that each door in status.ingress answers.
+	for _, vip := range vipAddresses(status) {
+		if err := a.probe(ctx, net.JoinHostPort(vip, port)); err != nil {
+			return frontDoorState{reason: reasonNotAnswering, message: fmt.Sprintf("Node %q holds the Lease, but %s does not accept connections: %v.", agent.LeaseHolder, net.JoinHostPort(vip, port), err)}
+		}
+	}
+	if len(status.OtherVIPs) > 0 {
+		address = "each of " + strings.Join(hostPorts(vipAddresses(status), port), " and ")
 	}
 	if status.FrontDoorPath != v1alpha1.FrontDoorPathFloatingIP || status.FloatingIPAddress == "" {
 		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).", agent.LeaseHolder, address)}
@@ -149,6 +157,24 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 			agent.LeaseHolder, address, published, err)}
 	}
 	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.", agent.LeaseHolder, address, published)}
+}
+
+// vipAddresses are the exposure's VIPs: the first fixed IP's, then the other families'.
+func vipAddresses(status *v1alpha1.ExposureStatus) []string {
+	out := []string{status.VIPAddress}
+	for _, v := range status.OtherVIPs {
+		out = append(out, v.Address)
+	}
+	return out
+}
+
+// hostPorts joins every address with port.
+func hostPorts(addrs []string, port string) []string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, net.JoinHostPort(a, port))
+	}
+	return out
 }
 
 // probe opens and closes a TCP connection to address, bounded by the poll interval.

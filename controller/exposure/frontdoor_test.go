@@ -18,23 +18,29 @@ import (
 )
 
 // TestFrontDoorProvesThePublishedPath: on the floating-IP path the VIP answering is not
-// enough; the VIP path never dials the floating IP.
+// enough; the VIP path never dials the floating IP; a dual-stack exposure's IPv6 VIP, its
+// own published door, must answer too.
 func TestFrontDoorProvesThePublishedPath(t *testing.T) {
-	const vip, fip = "198.18.0.100", "198.19.0.5"
+	const vip, vip6, fip = "198.18.0.100", "2001:2:0:10::64", "198.19.0.5"
 	holder := &v1alpha1.AgentStatus{LeaseHolder: "cp-0", HolderReady: true}
 	exp := &extensionsv1alpha1.SelfHostedShootExposure{Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{Port: 443}}
 	for _, tc := range []struct {
 		name       string
 		path       string
+		otherVIP   string
 		answering  []string
 		wantWorks  bool
 		wantReason string
 		wantDialed []string
 	}{
-		{"the floating IP silent", v1alpha1.FrontDoorPathFloatingIP, []string{vip}, false, reasonFloatingIPNotAnswering, []string{vip, fip}},
-		{"both answer", v1alpha1.FrontDoorPathFloatingIP, []string{vip, fip}, true, reasonHeld, []string{vip, fip}},
-		{"the VIP silent", v1alpha1.FrontDoorPathFloatingIP, []string{fip}, false, reasonNotAnswering, []string{vip}},
-		{"the VIP only (probeFloatingIP: false)", v1alpha1.FrontDoorPathVIP, []string{vip}, true, reasonHeld, []string{vip}},
+		{"the floating IP silent", v1alpha1.FrontDoorPathFloatingIP, "", []string{vip}, false, reasonFloatingIPNotAnswering, []string{vip, fip}},
+		{"both answer", v1alpha1.FrontDoorPathFloatingIP, "", []string{vip, fip}, true, reasonHeld, []string{vip, fip}},
+		{"the VIP silent", v1alpha1.FrontDoorPathFloatingIP, "", []string{fip}, false, reasonNotAnswering, []string{vip}},
+		{"the VIP only (probeFloatingIP: false)", v1alpha1.FrontDoorPathVIP, "", []string{vip}, true, reasonHeld, []string{vip}},
+		// Dual stack: the IPv6 VIP is a published door of its own.
+		{"dual stack, the IPv6 VIP silent", v1alpha1.FrontDoorPathFloatingIP, vip6, []string{vip, fip}, false, reasonNotAnswering, []string{vip, vip6}},
+		{"dual stack, every door answers", v1alpha1.FrontDoorPathFloatingIP, vip6, []string{vip, vip6, fip}, true, reasonHeld, []string{vip, vip6, fip}},
+		{"dual stack internal, the IPv6 VIP silent", v1alpha1.FrontDoorPathVIP, vip6, []string{vip}, false, reasonNotAnswering, []string{vip, vip6}},
 	} {
 		var dialed []string
 		a := &Actuator{opts: ActuatorOptions{FrontDoorProbe: FrontDoorTCP, Dial: func(_ context.Context, _, address string) (net.Conn, error) {
@@ -48,6 +54,9 @@ func TestFrontDoorProvesThePublishedPath(t *testing.T) {
 			return c, nil
 		}}}
 		status := &v1alpha1.ExposureStatus{VIPAddress: vip, FloatingIPAddress: fip, FrontDoorPath: tc.path}
+		if tc.otherVIP != "" {
+			status.OtherVIPs = []v1alpha1.FamilyVIP{{Address: tc.otherVIP}}
+		}
 		got := a.probeFrontDoor(context.Background(), exp, status, holder)
 		if got.works != tc.wantWorks || got.reason != tc.wantReason || !slices.Equal(dialed, tc.wantDialed) {
 			t.Errorf("%s: works %v reason %s dialed %v (%s), want %v %s %v", tc.name, got.works, got.reason, dialed, got.message, tc.wantWorks, tc.wantReason, tc.wantDialed)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,7 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 			return fmt.Errorf("kube binaries in %s: %w", binDir, err)
 		}
 	}
-	ips := h.VIPs()
+	ips := slices.Clone(h.VIPs())
 	var cluster []string
 	for _, n := range h.nodes {
 		ips = append(ips, n.addr)

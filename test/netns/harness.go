@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ type Options struct {
 	Subnet netip.Prefix
 	// Subnet6, if set, gives every endpoint a second, IPv6 address on the LAN: host ::11,
 	// ::12, ... for the nodes and ::5 for the client (a /64 or larger, without DAD), and the
-	// kube-apiservers listen on IPv6 too, so that VIP may be an IPv6 address of it.
+	// kube-apiservers listen on IPv6 too, so that VIP may be an IPv6 address of it. With a
+	// NIC provider the provider gives the nodes their IPv6 addresses.
 	Subnet6 netip.Prefix
 	// VIP is the virtual IP tests move around; default host .100 of Subnet. It goes into
 	// the serving certificate and is the sampler's and the capture's subject.
@@ -71,6 +73,9 @@ type Harness struct {
 	client *Client
 
 	pki *pki
+
+	// watched, if set, replaces VIPs() for the holder reads and the sampler (SetVIPs).
+	watched atomic.Pointer[[]netip.Addr]
 
 	mu        sync.Mutex
 	processes []*Process
@@ -211,12 +216,28 @@ func (h *Harness) Dir() string { return h.dir }
 // VIP is the virtual IP of this harness.
 func (h *Harness) VIP() netip.Addr { return h.opts.VIP }
 
-// VIPs are the harness's VIPs: VIP, and VIP6 if set.
+// VIPs are the harness's VIPs: VIP, and VIP6 if set; or those of the last SetVIPs.
 func (h *Harness) VIPs() []netip.Addr {
+	if w := h.watched.Load(); w != nil {
+		return *w
+	}
 	if h.opts.VIP6.IsValid() {
 		return []netip.Addr{h.opts.VIP, h.opts.VIP6}
 	}
 	return []netip.Addr{h.opts.VIP}
+}
+
+// SetVIPs makes the holder reads (HeldVIPs, Holders, WaitSingleHolder) and the sampler
+// look for vips instead of the options' VIPs: a controller's VIPs, known only once it chose
+// them (an IPv6-only or dual-stack exposure's). nil goes back to the options' VIPs. The
+// certificates keep the options' VIPs.
+func (h *Harness) SetVIPs(vips []netip.Addr) {
+	if vips == nil {
+		h.watched.Store(nil)
+		return
+	}
+	vips = slices.Clone(vips)
+	h.watched.Store(&vips)
 }
 
 // VIP6 is the harness's IPv6 VIP; invalid unless Options.VIP6 is set.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,9 @@ type Options struct {
 	NIC netns.NIC
 	// APIServerPort is the kube-apiservers' secure port (netns.Options.APIServerPort).
 	APIServerPort uint16
+	// Subnet6, if set, is the nodes' IPv6 subnet (netns.Options.Subnet6): the
+	// kube-apiservers listen on IPv6 too, so that an IPv6 VIP is a front door.
+	Subnet6 netip.Prefix
 }
 
 // Cluster is the running cluster.
@@ -199,7 +203,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 	phase("images", start)
 
 	start = time.Now()
-	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log, NIC: opts.NIC, APIServerPort: opts.APIServerPort}); err != nil {
+	if c.net, err = netns.New(ctx, netns.Options{Prefix: opts.Prefix, Nodes: opts.Nodes, ControlPlane: true, BinDir: binDir, Dir: filepath.Join(dir, "net"), Log: opts.Log, NIC: opts.NIC, APIServerPort: opts.APIServerPort, Subnet6: opts.Subnet6}); err != nil {
 		return nil, err
 	}
 	phase("LAN, etcd and kube-apiserver", start)

@@ -126,6 +126,9 @@ type frontDoor struct {
 	startController func() error
 	// agentImage is the agent image the controller deploys, as the chart passes it.
 	agentImage string
+	// families are the shoot's ipFamilies the exposure is made for (nil: IPv4), set by
+	// useFamilies.
+	families []gardencorev1beta1.IPFamily
 }
 
 // scenario returns the cluster, bringing it up on first use, and a context for one test.
@@ -143,7 +146,9 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	defer cancel()
 	start := time.Now()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
-	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log, APIServerPort: apiPort})
+	// Subnet6: the kube-apiservers listen on IPv6 too, for the IPv6 and dual-stack scenarios.
+	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log, APIServerPort: apiPort,
+		Subnet6: netip.MustParsePrefix(framework.NodeSubnet6CIDR)})
 	if c != nil {
 		s.Defer(func() {
 			if err := c.Close(); err != nil {
@@ -251,16 +256,21 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 }
 
 // newExposure is the exposure as gardenadm creates it, with the harness's VIP (in the
-// kube-apiservers' certificates) as vipAddress.
+// kube-apiservers' certificates) as vipAddress when the shoot has IPv4; the IPv6 VIP is
+// Neutron's pick.
 func (f *frontDoor) newExposure() *extensionsv1alpha1.SelfHostedShootExposure {
+	pin := ""
+	if len(f.families) == 0 || slices.Contains(f.families, gardencorev1beta1.IPFamilyIPv4) {
+		pin = fmt.Sprintf(`"vipAddress":%q,`, f.cluster.Net().VIP())
+	}
 	exp := &extensionsv1alpha1.SelfHostedShootExposure{
 		ObjectMeta: metav1.ObjectMeta{Name: exposureName, Namespace: framework.Namespace},
 		Spec: extensionsv1alpha1.SelfHostedShootExposureSpec{
 			DefaultSpec: extensionsv1alpha1.DefaultSpec{
 				Type: framework.DefaultExposureType,
 				ProviderConfig: &runtime.RawExtension{Raw: fmt.Appendf(nil,
-					`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","vipAddress":%q,"agent":{"interface":%q}}`,
-					f.cluster.Net().VIP(), netns.Interface)},
+					`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig",%s"agent":{"interface":%q}}`,
+					pin, netns.Interface)},
 			},
 			CredentialsRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: framework.Namespace, Name: framework.CloudProviderSecretName},
 			Port:           apiPort,
@@ -274,7 +284,8 @@ func (f *frontDoor) newExposure() *extensionsv1alpha1.SelfHostedShootExposure {
 	return exp
 }
 
-// exposed creates the exposure if it is not there and waits until it has Succeeded.
+// exposed creates the exposure if it is not there and waits until it has Succeeded; the
+// harness's holder reads and samplers then look for the exposure's VIPs.
 func (f *frontDoor) exposed(t *testing.T, ctx context.Context) (*extensionsv1alpha1.SelfHostedShootExposure, status) {
 	t.Helper()
 	exp := f.newExposure()
@@ -282,15 +293,31 @@ func (f *frontDoor) exposed(t *testing.T, ctx context.Context) (*extensionsv1alp
 		t.Fatalf("creating the exposure: %v", err)
 	}
 	last := f.waitSucceeded(t, ctx, exp)
-	st, err := exposure.DecodeStatus(last)
+	ps, err := exposure.DecodeStatus(last)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return last, status{vip: st.VIPAddress, fip: st.FloatingIPAddress, fipID: st.FloatingIPID, portID: st.PortID}
+	st := status{vip: ps.VIPAddress, fip: ps.FloatingIPAddress, fipID: ps.FloatingIPID, portID: ps.PortID, vips: []string{ps.VIPAddress}}
+	for _, v := range ps.OtherVIPs {
+		st.vips = append(st.vips, v.Address)
+	}
+	for _, in := range last.Status.Ingress {
+		st.doors = append(st.doors, in.IP)
+	}
+	watched := make([]netip.Addr, 0, len(st.vips))
+	for _, v := range st.vips {
+		watched = append(watched, netipAddr(t, v))
+	}
+	f.cluster.Net().SetVIPs(watched)
+	return last, st
 }
 
-// status is what the tests read from providerStatus.
-type status struct{ vip, fip, fipID, portID string }
+// status is what the tests read from providerStatus: vip is the VIP port's first fixed
+// IP's (IPv4 unless IPv6-only), vips every family's, doors status.ingress in its order.
+type status struct {
+	vip, fip, fipID, portID string
+	vips, doors             []string
+}
 
 func (f *frontDoor) waitSucceeded(t *testing.T, ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure) *extensionsv1alpha1.SelfHostedShootExposure {
 	t.Helper()
@@ -314,7 +341,8 @@ func (f *frontDoor) waitSucceeded(t *testing.T, ctx context.Context, exp *extens
 }
 
 // deployed makes sure the exposure has Succeeded, the agents are 3/3 Ready and exactly one
-// node holds the VIP, which it returns, and that the client reaches the floating IP.
+// node holds the VIPs, which it returns, and that the client reaches every door (the
+// floating IP, an IPv6 VIP).
 func (f *frontDoor) deployed(t *testing.T, ctx context.Context) (*netns.Node, status) {
 	t.Helper()
 	_, st := f.exposed(t, ctx)
@@ -323,8 +351,10 @@ func (f *frontDoor) deployed(t *testing.T, ctx context.Context) (*netns.Node, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.waitReachable(ctx, st.fip, true, time.Minute); err != nil {
-		t.Fatal(err)
+	for _, door := range st.doors {
+		if err := f.waitReachable(ctx, door, true, time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return holder, st
 }
@@ -337,14 +367,14 @@ func (f *frontDoor) waitReady(t *testing.T, ctx context.Context) {
 	}
 }
 
-// waitReachable polls TCP connects from the external client to fip:apiPort until they
-// succeed (want) or fail.
-func (f *frontDoor) waitReachable(ctx context.Context, fip string, want bool, within time.Duration) error {
+// waitReachable polls TCP connects from the external client to door:apiPort (a floating
+// IP, an IPv6 VIP) until they succeed (want) or fail.
+func (f *frontDoor) waitReachable(ctx context.Context, door string, want bool, within time.Duration) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		return f.reaches(ctx, hostPort(fip)) == want, nil
+		return f.reaches(ctx, hostPort(door)) == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("floating IP %s reachable from the external client: want %v within %s, it was not", hostPort(fip), want, within)
+		return fmt.Errorf("front door %s reachable from the external client: want %v within %s, it was not", hostPort(door), want, within)
 	}
 	return nil
 }
@@ -360,10 +390,10 @@ func (f *frontDoor) reaches(ctx context.Context, addr string) bool {
 	return true
 }
 
-// probe connects from the external client to the floating IP's apiPort every 10 ms for d.
-func (f *frontDoor) probe(t *testing.T, ctx context.Context, fip string, d time.Duration) *netns.Prober {
+// probe connects from the external client to the door's apiPort every 10 ms for d.
+func (f *frontDoor) probe(t *testing.T, ctx context.Context, door string, d time.Duration) *netns.Prober {
 	t.Helper()
-	p, err := f.client.StartProber(ctx, netns.ProbeOptions{Target: netipAddrPort(t, fip, apiPort), Duration: d})
+	p, err := f.client.StartProber(ctx, netns.ProbeOptions{Target: netipAddrPort(t, door, apiPort), Duration: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,6 +446,7 @@ func (f *frontDoor) portOf(t *testing.T, ctx context.Context, n *netns.Node) *po
 // removeExposure deletes the exposure if it is there and waits until it is gone; if that
 // fails, it removes the controller's Neutron objects itself.
 func (f *frontDoor) removeExposure() {
+	defer f.cluster.Net().SetVIPs(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	exp := f.newExposure()
@@ -460,11 +491,16 @@ func (f *frontDoor) httpsReadyz(ctx context.Context, addr, vip string) error {
 
 func netipAddrPort(t *testing.T, addr string, port uint16) netip.AddrPort {
 	t.Helper()
+	return netip.AddrPortFrom(netipAddr(t, addr), port)
+}
+
+func netipAddr(t *testing.T, addr string) netip.Addr {
+	t.Helper()
 	a, err := netip.ParseAddr(addr)
 	if err != nil {
 		t.Fatalf("address %q: %v", addr, err)
 	}
-	return netip.AddrPortFrom(a, port)
+	return a
 }
 
 // hostPort is addr:apiPort.

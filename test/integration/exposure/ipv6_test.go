@@ -6,7 +6,6 @@ package exposure_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -15,12 +14,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1helper "github.com/gardener/gardener/pkg/api/extensions/v1alpha1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -204,39 +200,11 @@ func createDualStackNodes(t *testing.T, ctx context.Context, e *sharedEnv, id st
 // setIPFamilies sets spec.networking.ipFamilies of the Cluster's shoot for the test.
 func setIPFamilies(t *testing.T, ctx context.Context, e *sharedEnv, families []gardencorev1beta1.IPFamily) {
 	t.Helper()
-	patchShoot := func(families []gardencorev1beta1.IPFamily) error {
-		cluster := &extensionsv1alpha1.Cluster{}
-		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: framework.Namespace}, cluster); err != nil {
-			return err
-		}
-		shoot := map[string]any{}
-		if err := json.Unmarshal(cluster.Spec.Shoot.Raw, &shoot); err != nil {
-			return err
-		}
-		spec, _ := shoot["spec"].(map[string]any)
-		networking, _ := spec["networking"].(map[string]any)
-		if networking == nil {
-			networking = map[string]any{}
-		}
-		if families == nil {
-			delete(networking, "ipFamilies")
-		} else {
-			networking["ipFamilies"] = families
-		}
-		spec["networking"] = networking
-		raw, err := json.Marshal(shoot)
-		if err != nil {
-			return err
-		}
-		patch := client.MergeFrom(cluster.DeepCopy())
-		cluster.Spec.Shoot = runtime.RawExtension{Raw: raw}
-		return e.cp.Client.Patch(ctx, cluster, patch)
-	}
-	if err := patchShoot(families); err != nil {
-		t.Fatalf("setting the shoot's ipFamilies: %v", err)
+	if err := framework.SetIPFamilies(ctx, e.cp.Client, families); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := patchShoot(nil); err != nil {
+		if err := framework.SetIPFamilies(context.Background(), e.cp.Client, nil); err != nil {
 			t.Errorf("restoring the shoot's ipFamilies: %v", err)
 		}
 	})
@@ -246,36 +214,12 @@ func setIPFamilies(t *testing.T, ctx context.Context, e *sharedEnv, families []g
 // Infrastructure's status for the test, as provider-openstack reports a dual-stack shoot's.
 func withIPv6Subnet(t *testing.T, ctx context.Context, e *sharedEnv) {
 	t.Helper()
-	list := &extensionsv1alpha1.InfrastructureList{}
-	if err := e.cp.Client.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) != 1 {
-		t.Fatalf("want the one shared Infrastructure: %v, %d", err, len(list.Items))
-	}
-	infra := &list.Items[0]
-	saved := infra.Status.ProviderStatus.DeepCopy()
-	status := map[string]any{}
-	if err := json.Unmarshal(saved.Raw, &status); err != nil {
-		t.Fatal(err)
-	}
-	networks := status["networks"].(map[string]any)
-	networks["subnets"] = append(networks["subnets"].([]any), map[string]any{"purpose": exposure.PurposeNodesIPv6, "id": e.os.Subnet6ID, "cidr": "2001:2:0:10::/64"})
-	raw, err := json.Marshal(status)
+	restore, err := framework.AddInfrastructureSubnet(ctx, e.cp.Client, exposure.PurposeNodesIPv6, e.os.Subnet6ID, framework.NodeSubnet6CIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := func(raw *runtime.RawExtension) error {
-		current := &extensionsv1alpha1.Infrastructure{}
-		if err := e.cp.Client.Get(context.Background(), client.ObjectKeyFromObject(infra), current); err != nil {
-			return err
-		}
-		patch := client.MergeFrom(current.DeepCopy())
-		current.Status.ProviderStatus = raw
-		return e.cp.Client.Status().Patch(context.Background(), current, patch)
-	}
-	if err := set(&runtime.RawExtension{Raw: raw}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		if err := set(saved); err != nil {
+		if err := restore(context.Background()); err != nil {
 			t.Errorf("restoring the Infrastructure status: %v", err)
 		}
 	})
