@@ -362,14 +362,14 @@ func (e Env) CreateMachinePort(ctx context.Context, machine string) (*ports.Port
 }
 
 // RecreatePort creates a deleted port again with what made it: name, network, project,
-// owner, fixed IPs, security groups. It returns the new port (a new ID).
+// owner, MAC address, fixed IPs, security groups. It returns the new port (a new ID).
 func (e Env) RecreatePort(ctx context.Context, was *ports.Port) (*ports.Port, error) {
 	fixed := make([]ports.IP, 0, len(was.FixedIPs))
 	for _, f := range was.FixedIPs {
 		fixed = append(fixed, ports.IP{SubnetID: f.SubnetID, IPAddress: f.IPAddress})
 	}
 	return e.createPort(ctx, ports.CreateOpts{
-		Name: was.Name, NetworkID: was.NetworkID, ProjectID: was.ProjectID,
+		Name: was.Name, NetworkID: was.NetworkID, ProjectID: was.ProjectID, MACAddress: was.MACAddress,
 		DeviceOwner: was.DeviceOwner, DeviceID: was.DeviceID, FixedIPs: fixed,
 		SecurityGroups: &was.SecurityGroups,
 	})
