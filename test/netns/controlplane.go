@@ -124,7 +124,6 @@ func (h *Harness) configureControlPlane(n *Node, cluster []string, state, cert, 
 	}}
 	n.kubeconfig = filepath.Join(h.dir, n.name+".kubeconfig")
 	return h.writeKubeconfig(n.kubeconfig)
-
 }
 
 func (h *Harness) writeKubeconfig(path string) error {
