@@ -38,7 +38,8 @@ import (
 
 // The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
 // (framework.Gardenadm), in order: init with the first node only, the other two join and a
-// failover needs one of them, init runs again, the extension is upgraded, the credentials
+// failover needs one of them, init runs again, the first node is replaced by a fourth, the
+// extension is upgraded, the credentials
 // are rotated, the exposure object is lost and re-created, destroy. Each step ends with the
 // checks of checkFrontDoor and prints its figures (stepFigures). The tests run after the other scenarios (file order), whose exposure is
 // gone by then, and share lifecycle.
