@@ -16,12 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,7 +262,9 @@ func (e Env) unplug(ctx context.Context, portID string) error {
 	empty := ""
 	if _, err := ports.Update(ctx, e.Admin, portID, portsbinding.UpdateOptsExt{
 		UpdateOptsBuilder: ports.UpdateOpts{}, HostID: &empty,
-	}).Extract(); err != nil {
+	}).Extract(); gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil // deleted, as a replaced machine's port: nothing is bound
+	} else if err != nil {
 		return fmt.Errorf("unbinding port %s: %w", portID, err)
 	}
 	// Neutron reports DOWN a moment later; a plug before that would take the old ACTIVE
@@ -281,19 +286,42 @@ const settled = 2 * time.Second
 func tapOf(portID string) string { return "tap" + portID[:11] }
 
 // NIC is a test/netns NIC provider: node i of a harness is plugged into Neutron port
-// portIDs[i] (Options.Subnet must be the port's /24 subnet).
-func (e Env) NIC(portIDs []string) netns.NIC { return nic{env: e, ports: portIDs} }
+// portIDs[i] (Options.Subnet must be the port's /24 subnet). Add gives a node that joins
+// later (netns.Harness.AddNode) its port.
+func (e Env) NIC(portIDs []string) *NodePorts {
+	return &NodePorts{env: e, ports: slices.Clone(portIDs)}
+}
 
-type nic struct {
+// NodePorts is the NIC provider of NIC.
+type NodePorts struct {
 	env   Env
+	mu    sync.Mutex
 	ports []string
 }
 
-func (p nic) Plug(ctx context.Context, i int, ns string) (netns.PluggedNIC, error) {
+// Add appends a port for the next node.
+func (p *NodePorts) Add(portID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ports = append(p.ports, portID)
+}
+
+func (p *NodePorts) port(i int) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if i >= len(p.ports) {
+		return "", false
+	}
+	return p.ports[i], true
+}
+
+// Plug implements netns.NIC.
+func (p *NodePorts) Plug(ctx context.Context, i int, ns string) (netns.PluggedNIC, error) {
+	id, ok := p.port(i)
+	if !ok {
 		return netns.PluggedNIC{}, fmt.Errorf("node %d: only %d Neutron ports", i+1, len(p.ports))
 	}
-	n, err := p.env.plug(ctx, ns, p.ports[i])
+	n, err := p.env.plug(ctx, ns, id)
 	if err != nil {
 		return netns.PluggedNIC{}, err
 	}
@@ -308,11 +336,51 @@ func (p nic) Plug(ctx context.Context, i int, ns string) (netns.PluggedNIC, erro
 	return netns.PluggedNIC{Addr: addr, MAC: mac}, nil
 }
 
-func (p nic) Unplug(ctx context.Context, i int, _ string) error {
-	if i >= len(p.ports) {
+// Unplug implements netns.NIC.
+func (p *NodePorts) Unplug(ctx context.Context, i int, _ string) error {
+	id, ok := p.port(i)
+	if !ok {
 		return nil
 	}
-	return p.env.unplug(ctx, p.ports[i])
+	return p.env.unplug(ctx, id)
+}
+
+// CreateMachinePort creates a port as the machine controller makes one for a control-plane
+// machine, like hack/openstack.sh's: in the project, on the node network (an address of
+// each node subnet, Neutron's choice), port security on with the node security group,
+// owned by a compute instance named machine. The caller deletes it.
+func (e Env) CreateMachinePort(ctx context.Context, machine string) (*ports.Port, error) {
+	fixed := []ports.IP{{SubnetID: e.OpenStack.SubnetID}}
+	if e.OpenStack.Subnet6ID != "" {
+		fixed = append(fixed, ports.IP{SubnetID: e.OpenStack.Subnet6ID})
+	}
+	return e.createPort(ctx, ports.CreateOpts{
+		Name: machine, NetworkID: e.OpenStack.NetworkID, ProjectID: e.OpenStack.ProjectID,
+		DeviceOwner: "compute:nova", DeviceID: "machine-" + machine, FixedIPs: fixed,
+		SecurityGroups: &[]string{e.OpenStack.SecurityGroupID},
+	})
+}
+
+// RecreatePort creates a deleted port again with what made it: name, network, project,
+// owner, MAC address, fixed IPs, security groups. It returns the new port (a new ID).
+func (e Env) RecreatePort(ctx context.Context, was *ports.Port) (*ports.Port, error) {
+	fixed := make([]ports.IP, 0, len(was.FixedIPs))
+	for _, f := range was.FixedIPs {
+		fixed = append(fixed, ports.IP{SubnetID: f.SubnetID, IPAddress: f.IPAddress})
+	}
+	return e.createPort(ctx, ports.CreateOpts{
+		Name: was.Name, NetworkID: was.NetworkID, ProjectID: was.ProjectID, MACAddress: was.MACAddress,
+		DeviceOwner: was.DeviceOwner, DeviceID: was.DeviceID, FixedIPs: fixed,
+		SecurityGroups: &was.SecurityGroups,
+	})
+}
+
+func (e Env) createPort(ctx context.Context, opts ports.CreateOpts) (*ports.Port, error) {
+	p, err := ports.Create(ctx, e.Admin, opts).Extract()
+	if err != nil {
+		return nil, fmt.Errorf("creating port %s: %w", opts.Name, err)
+	}
+	return p, nil
 }
 
 // FrontDoor is a hand-made front door, what the controller makes: a VIP port, a floating

@@ -100,6 +100,31 @@ func OpenStackEnvFile() (string, error) {
 	return filepath.Join(root, ".local", "openstack", "env.sh"), nil
 }
 
+// ReplaceNodePort writes newID in place of oldID into the env file's NODE_PORT_IDS, for a
+// test that deleted a machine's port and made it again (a new ID), so that the next test
+// of the run finds the port as hack/openstack.sh up would have recorded it.
+func ReplaceNodePort(oldID, newID string) error {
+	path, err := OpenStackEnvFile()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(b), "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "export NODE_PORT_IDS=") && strings.Contains(l, oldID) {
+			lines[i], found = strings.Replace(l, oldID, newID, 1), true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s: no NODE_PORT_IDS with %s", path, oldID)
+	}
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600)
+}
+
 // LoadOpenStackEnv parses an env file of hack/openstack.sh: lines `export NAME=value`,
 // values optionally in double quotes. It fails if a variable is missing.
 func LoadOpenStackEnv(path string) (OpenStackEnv, error) {

@@ -52,47 +52,9 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 	if h.pki, err = newPKI(filepath.Join(h.dir, "pki"), ips); err != nil {
 		return err
 	}
+	h.binDir = binDir
 	for _, n := range h.nodes {
-		n.etcdOpts = ProcessOptions{Name: "etcd", Path: filepath.Join(binDir, "etcd"), Args: []string{
-			"--name=" + n.name,
-			"--data-dir=" + filepath.Join(h.dir, n.name+"-etcd"),
-			fmt.Sprintf("--listen-peer-urls=http://%s:2380", n.addr),
-			fmt.Sprintf("--initial-advertise-peer-urls=http://%s:2380", n.addr),
-			fmt.Sprintf("--listen-client-urls=http://%s:2379,http://127.0.0.1:2379", n.addr),
-			fmt.Sprintf("--advertise-client-urls=http://%s:2379", n.addr),
-			// gardenadm's etcd-main (gardener v1.150.0, pkg/component/etcd/bootstrap) serves
-			// its metrics on this plain-HTTP listener; the agent reads it by default.
-			"--listen-metrics-urls=http://localhost:2381",
-			"--initial-cluster=" + strings.Join(cluster, ","),
-			"--initial-cluster-state=new",
-			"--initial-cluster-token=" + h.id,
-			"--unsafe-no-fsync",
-			"--log-level=warn",
-		}}
-		bind := "0.0.0.0"
-		if h.opts.Subnet6.IsValid() {
-			bind = "::" // IPv4 as well
-		}
-		n.apiserverOpts = ProcessOptions{Name: "kube-apiserver", Path: filepath.Join(binDir, "kube-apiserver"), Args: []string{
-			"--bind-address=" + bind,
-			fmt.Sprintf("--secure-port=%d", h.opts.APIServerPort),
-			"--advertise-address=" + n.addr.String(),
-			"--etcd-servers=http://127.0.0.1:2379",
-			"--client-ca-file=" + h.pki.caFile,
-			"--tls-cert-file=" + h.pki.servingCert,
-			"--tls-private-key-file=" + h.pki.servingKey,
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + h.pki.saPub,
-			"--service-account-signing-key-file=" + h.pki.saKey,
-			"--service-cluster-ip-range=" + ServiceClusterIPRange,
-			"--authorization-mode=RBAC",
-			"--allow-privileged=true",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-			"--v=1",
-		}}
-		n.kubeconfig = filepath.Join(h.dir, n.name+".kubeconfig")
-		if err := h.writeKubeconfig(n.kubeconfig); err != nil {
+		if err := h.configureControlPlane(n, cluster, "new", h.pki.servingCert, h.pki.servingKey); err != nil {
 			return err
 		}
 	}
@@ -117,6 +79,52 @@ func (h *Harness) startControlPlane(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// configureControlPlane fixes the options of the node's etcd member (of the initial
+// cluster, in state "new" or "existing") and kube-apiserver (serving cert and key), and
+// writes its kubeconfig.
+func (h *Harness) configureControlPlane(n *Node, cluster []string, state, cert, key string) error {
+	n.etcdOpts = ProcessOptions{Name: "etcd", Path: filepath.Join(h.binDir, "etcd"), Args: []string{
+		"--name=" + n.name,
+		"--data-dir=" + filepath.Join(h.dir, n.name+"-etcd"),
+		fmt.Sprintf("--listen-peer-urls=http://%s:2380", n.addr),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://%s:2380", n.addr),
+		fmt.Sprintf("--listen-client-urls=http://%s:2379,http://127.0.0.1:2379", n.addr),
+		fmt.Sprintf("--advertise-client-urls=http://%s:2379", n.addr),
+		// gardenadm's etcd-main (gardener v1.150.0, pkg/component/etcd/bootstrap) serves
+		// its metrics on this plain-HTTP listener; the agent reads it by default.
+		"--listen-metrics-urls=http://localhost:2381",
+		"--initial-cluster=" + strings.Join(cluster, ","),
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + h.id,
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}}
+	bind := "0.0.0.0"
+	if h.opts.Subnet6.IsValid() {
+		bind = "::" // IPv4 as well
+	}
+	n.apiserverOpts = ProcessOptions{Name: "kube-apiserver", Path: filepath.Join(h.binDir, "kube-apiserver"), Args: []string{
+		"--bind-address=" + bind,
+		fmt.Sprintf("--secure-port=%d", h.opts.APIServerPort),
+		"--advertise-address=" + n.addr.String(),
+		"--etcd-servers=http://127.0.0.1:2379",
+		"--client-ca-file=" + h.pki.caFile,
+		"--tls-cert-file=" + cert,
+		"--tls-private-key-file=" + key,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + h.pki.saPub,
+		"--service-account-signing-key-file=" + h.pki.saKey,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=1",
+	}}
+	n.kubeconfig = filepath.Join(h.dir, n.name+".kubeconfig")
+	return h.writeKubeconfig(n.kubeconfig)
 }
 
 func (h *Harness) writeKubeconfig(path string) error {

@@ -72,7 +72,8 @@ type Harness struct {
 	nodes  []*Node
 	client *Client
 
-	pki *pki
+	pki    *pki
+	binDir string // of the control plane's binaries
 
 	// watched, if set, replaces VIPs() for the holder reads and the sampler (SetVIPs).
 	watched atomic.Pointer[[]netip.Addr]
@@ -81,6 +82,8 @@ type Harness struct {
 	processes []*Process
 	created   []string // namespace names, for Close
 	plugged   int      // nodes given to Options.NIC, for Close
+	unplugged []int    // NIC indexes RemoveNode released already
+	removed   []*Node  // RemoveNode's, whose handles Close closes
 	closed    atomic.Bool
 }
 
@@ -267,11 +270,16 @@ func (h *Harness) Subnet() netip.Prefix { return h.opts.Subnet }
 func (h *Harness) APIServerPort() uint16 { return h.opts.APIServerPort }
 
 // Nodes are the node namespaces, in order node1..nodeN.
-func (h *Harness) Nodes() []*Node { return h.nodes }
+// AddNode and RemoveNode change the list: the slice returned is a copy.
+func (h *Harness) Nodes() []*Node {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.nodes)
+}
 
 // Node returns the node with the given name ("node2"), or nil.
 func (h *Harness) Node(name string) *Node {
-	for _, n := range h.nodes {
+	for _, n := range h.Nodes() {
 		if n.name == name {
 			return n
 		}
@@ -281,7 +289,7 @@ func (h *Harness) Node(name string) *Node {
 
 // NodeByMAC returns the node whose eth0 has mac, or nil.
 func (h *Harness) NodeByMAC(mac net.HardwareAddr) *Node {
-	for _, n := range h.nodes {
+	for _, n := range h.Nodes() {
 		if n.mac.String() == mac.String() {
 			return n
 		}
@@ -295,7 +303,7 @@ func (h *Harness) Client() *Client { return h.client }
 // Holders returns the nodes that have a VIP (any of VIPs) on any interface right now.
 func (h *Harness) Holders() ([]*Node, error) {
 	var out []*Node
-	for _, n := range h.nodes {
+	for _, n := range h.Nodes() {
 		held, err := n.HeldVIPs()
 		if err != nil {
 			return nil, err
@@ -368,7 +376,10 @@ func (h *Harness) close(keepDir bool) error {
 	}
 	wg.Wait()
 
-	for _, n := range h.nodes {
+	h.mu.Lock()
+	all := append(slices.Clone(h.nodes), h.removed...)
+	h.mu.Unlock()
+	for _, n := range all {
 		n.ns.close()
 	}
 	if h.client != nil {

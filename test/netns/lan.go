@@ -96,7 +96,7 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 	if h.bridge, err = openNamespace(brNS); err != nil {
 		return err
 	}
-	for _, ep := range eps {
+	for i, ep := range eps {
 		ns, err := openNamespace(ep.nsName)
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func (h *Harness) buildLAN(ctx context.Context) error {
 			h.client = &Client{h: h, ns: ns, addr: ep.addr, mac: ep.mac}
 			continue
 		}
-		h.nodes = append(h.nodes, &Node{h: h, name: ep.name, ns: ns, addr: ep.addr, mac: ep.mac})
+		h.nodes = append(h.nodes, &Node{h: h, name: ep.name, index: i, ns: ns, addr: ep.addr, mac: ep.mac})
 	}
 	return nil
 }

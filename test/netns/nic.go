@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 )
 
 // NIC gives the node namespaces their LAN interface in place of the harness's veth on its
@@ -54,10 +55,13 @@ func (h *Harness) plugNodes(ctx context.Context, eps []endpoint) error {
 // unplugNodes undoes plugNodes for the nodes that were plugged (or tried).
 func (h *Harness) unplugNodes(ctx context.Context) error {
 	h.mu.Lock()
-	n := h.plugged
+	n, done := h.plugged, slices.Clone(h.unplugged)
 	h.mu.Unlock()
 	var errs []error
 	for i := range n {
+		if slices.Contains(done, i) {
+			continue
+		}
 		if err := h.opts.NIC.Unplug(ctx, i, fmt.Sprintf("%s-node%d", h.id, i+1)); err != nil {
 			errs = append(errs, err)
 		}

@@ -28,9 +28,11 @@ const Interface = "eth0"
 type Node struct {
 	h    *Harness
 	name string
-	ns   *namespace
-	addr netip.Addr
-	mac  net.HardwareAddr
+	// index is the node's number for Options.NIC (0-based, in order of creation).
+	index int
+	ns    *namespace
+	addr  netip.Addr
+	mac   net.HardwareAddr
 
 	// control plane; the options are fixed before any process starts
 	kubeconfig    string

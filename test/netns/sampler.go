@@ -106,7 +106,7 @@ func (s *HolderSampler) sweep(h *Harness) {
 	var holders []*Node
 	byVIP := map[netip.Addr][]*Node{}
 	partial := false
-	for _, n := range h.nodes {
+	for _, n := range h.Nodes() {
 		held, err := n.HeldVIPs()
 		if err != nil {
 			r.Errors++

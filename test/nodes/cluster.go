@@ -74,11 +74,15 @@ type Cluster struct {
 	net    *netns.Harness
 	images imagebuild.Config
 	nodes  []*Node
-	kcm    *netns.Process
-	sched  *netns.Process
-	saved  map[string]string
-	made   []string // host directories that did not exist before New
-	client kubernetes.Interface
+	// departed are the nodes RemoveNode took out; Close cleans up after them too.
+	departed []*Node
+	kcm      *netns.Process
+	sched    *netns.Process
+	// controllersOn is the node kube-controller-manager and kube-scheduler run on.
+	controllersOn *netns.Node
+	saved         map[string]string
+	made          []string // host directories that did not exist before New
+	client        kubernetes.Interface
 
 	// BringUp is how long New took, by phase.
 	BringUp []Phase
@@ -121,7 +125,7 @@ func (c *Cluster) Node(name string) *Node {
 	return nil
 }
 
-// Client is an admin client of the first node's kube-apiserver.
+// Client is an admin client of the cluster's kube-apiservers (netns.Harness.RESTConfig).
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
 
 // BinDir holds the kube binaries the cluster runs, and kubectl.
@@ -207,7 +211,7 @@ func New(ctx context.Context, opts Options) (cl *Cluster, err error) {
 		return nil, err
 	}
 	phase("LAN, etcd and kube-apiserver", start)
-	if c.client, err = kubernetes.NewForConfig(c.net.Nodes()[0].RESTConfig()); err != nil {
+	if c.client, err = kubernetes.NewForConfig(c.net.RESTConfig()); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 
@@ -350,6 +354,7 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 
 func (c *Cluster) startControllers(ctx context.Context, binDir string) error {
 	first := c.net.Nodes()[0]
+	c.controllersOn = first
 	kc := first.Kubeconfig()
 	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=127.0.0.1", "--leader-elect=false", "--v=1"}
 	var err error
@@ -424,6 +429,9 @@ func (c *Cluster) waitNodesReady(ctx context.Context) error {
 		ready := 0
 		for i := range list.Items {
 			node := &list.Items[i]
+			if c.Node(node.Name) == nil {
+				continue // a departed node's object, until it is deleted
+			}
 			if _, ok := node.Labels[ControlPlaneRole]; !ok && !labelled[node.Name] {
 				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, ControlPlaneRole)
 				if _, err := c.client.CoreV1().Nodes().Patch(ctx, node.Name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -500,7 +508,7 @@ func (c *Cluster) close() error {
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, n := range c.nodes {
+	for _, n := range append(slices.Clone(c.nodes), c.departed...) {
 		errs = append(errs, n.kubelet.Stop(10*time.Second))
 		if n.containerd != nil && !n.containerd.Exited() {
 			// Kill every container so that the shims exit and unmount their rootfs.
@@ -520,7 +528,7 @@ func (c *Cluster) close() error {
 		}
 	}
 	errs = append(errs, unmountUnder(c.dir))
-	for _, n := range c.nodes {
+	for _, n := range append(slices.Clone(c.nodes), c.departed...) {
 		errs = append(errs, removeCgroupRoot(n.cgroupRoot))
 	}
 	if c.net != nil {

@@ -7,9 +7,11 @@
 // kube-apiserver per node namespace), and on every node its own containerd (Debian's, with
 // runc) and a kubelet built from source, registered as a control-plane Node (label and
 // NoSchedule taint, as gardenadm registers its nodes). kube-controller-manager and
-// kube-scheduler run on the first node, so the real DaemonSet controller creates the
-// agent's pods and the kubelets run them as containers from images that
-// hack/tools/imagebuild builds without Docker or a registry.
+// kube-scheduler run on the first node (on the next one once it is removed), so the real
+// DaemonSet controller creates the agent's pods and the kubelets run them as containers
+// from images that hack/tools/imagebuild builds without Docker or a registry. AddNode and
+// RemoveNode replace machines while the cluster runs (a NIC provider gives the new one its
+// interface).
 //
 // The machine kind this runs on shapes the set-up (see
 // /work/shared/reference/kubelet-containerd in the team's notes): a cgroup v1 host

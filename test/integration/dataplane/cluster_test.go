@@ -111,6 +111,8 @@ func TestMain(m *testing.M) {
 type frontDoor struct {
 	dp      dataplane.Env
 	cluster *nodes.Cluster
+	// nic plugs the nodes into Neutron ports, also a node that joins later.
+	nic     *dataplane.NodePorts
 	cl      client.Client
 	neutron *openstack.Network
 	// client is the external client namespace; caPool verifies the kube-apiservers.
@@ -147,7 +149,8 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	start := time.Now()
 	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	// Subnet6: the kube-apiservers listen on IPv6 too, for the IPv6 and dual-stack scenarios.
-	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: dp.NIC(dp.OpenStack.NodePortIDs), Log: log, APIServerPort: apiPort,
+	nic := dp.NIC(dp.OpenStack.NodePortIDs)
+	c, err := nodes.New(ctx, nodes.Options{Nodes: 3, NIC: nic, Log: log, APIServerPort: apiPort,
 		Subnet6: netip.MustParsePrefix(framework.NodeSubnet6CIDR)})
 	if c != nil {
 		s.Defer(func() {
@@ -163,7 +166,7 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 		return nil, fmt.Errorf("the cluster on Neutron ports: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "dataplane: cluster on Neutron ports up in %s\n", time.Since(start).Round(time.Millisecond))
-	f := &frontDoor{dp: dp, cluster: c, neutron: openstack.NewNetwork(dp.Admin), identity: framework.UniqueTechnicalID("kvdp-"),
+	f := &frontDoor{dp: dp, cluster: c, nic: nic, neutron: openstack.NewNetwork(dp.Admin), identity: framework.UniqueTechnicalID("kvdp-"),
 		ctrlLog: filepath.Join(c.Net().Dir(), "controller.log"), agentImage: c.ImageRef("kube-vip-agent")}
 	var done func()
 	if f.client, done, err = c.Net().ClientIn(dp.ClientNS); err != nil {
@@ -177,7 +180,8 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	f.caPool = x509.NewCertPool()
 	f.caPool.AppendCertsFromPEM(ca)
 
-	cfg := c.Net().Nodes()[0].RESTConfig()
+	// Whichever node serves: the lifecycle replaces the first one.
+	cfg := c.Net().RESTConfig()
 	paths, err := framework.GardenerCRDPaths()
 	if err != nil {
 		return nil, err
@@ -215,9 +219,9 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 }
 
 // runController runs the exposure controller and the node tracker as the extension's
-// chart would: the agent image of the cluster, the front door probed from the first node
-// (the bootstrap controller of a self-hosted shoot runs in the host network of a
-// control-plane node). The log is appended to f.ctrlLog.
+// chart would: the agent image of the cluster, the front door probed from the first
+// current node (the bootstrap controller of a self-hosted shoot runs in the host network
+// of a control-plane node). The log is appended to f.ctrlLog.
 func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (stop func(), err error) {
 	logFile, err := os.OpenFile(f.ctrlLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -230,9 +234,11 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	}
 	f.metrics = openstack.NewMetrics(prometheus.NewRegistry())
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
-		ClientFactory:        openstack.NewClientFactory(openstack.FactoryOptions{Metrics: f.metrics}),
-		AgentImage:           f.agentImage,
-		Dial:                 f.cluster.Net().Nodes()[0].DialContext,
+		ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{Metrics: f.metrics}),
+		AgentImage:    f.agentImage,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return f.cluster.Net().Nodes()[0].DialContext(ctx, network, addr)
+		},
 		AgentRefreshInterval: time.Second,
 		MinBackoff:           time.Second,
 		MaxBackoff:           10 * time.Second,
@@ -427,20 +433,17 @@ func (f *frontDoor) leaderPod(t *testing.T, ctx context.Context, node string) *c
 	return pod
 }
 
-// portOf is the Neutron port of the node (node i was plugged into node port i).
+// portOf is the Neutron port of the node: the one with its address on the node network.
 func (f *frontDoor) portOf(t *testing.T, ctx context.Context, n *netns.Node) *ports.Port {
 	t.Helper()
-	for i, hn := range f.cluster.Net().Nodes() {
-		if hn == n {
-			p, err := f.neutron.GetPort(ctx, f.dp.OpenStack.NodePortIDs[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		}
+	list, err := f.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: f.dp.OpenStack.NetworkID, FixedIPs: []string{n.IP().String()}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s is no node of the cluster", n)
-	return nil
+	if len(list) != 1 {
+		t.Fatalf("%d Neutron ports have %s's address %s, want 1", len(list), n, n.IP())
+	}
+	return &list[0]
 }
 
 // removeExposure deletes the exposure if it is there and waits until it is gone; if that

@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +29,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -33,7 +38,8 @@ import (
 
 // The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
 // (framework.Gardenadm), in order: init with the first node only, the other two join and a
-// failover needs one of them, init runs again, the extension is upgraded, the credentials
+// failover needs one of them, init runs again, the first node is replaced by a fourth, the
+// extension is upgraded, the credentials
 // are rotated, the exposure object is lost and re-created, destroy. Each step ends with the
 // checks of checkFrontDoor and prints its figures (stepFigures). The tests run after the other scenarios (file order), whose exposure is
 // gone by then, and share lifecycle.
@@ -96,7 +102,7 @@ func TestLifecycle1InitFirstNode(t *testing.T) {
 
 // releasedViaPeer matches the agent's log line of a release through another node's
 // kube-apiserver.
-var releasedViaPeer = regexp.MustCompile(`"msg":"Released the Lease"[^\n]*"via":"kube-apiserver `)
+var releasedViaPeer = regexp.MustCompile(`"msg":"Released the Lease"[^\n]*"via":"kube-apiserver [^"]*"`)
 
 // TestLifecycle2JoinThenFailoverThroughJoinedNode: the second and third nodes join the
 // control plane (spec.endpoints stays as init wrote it); their agents start and the VIP
@@ -223,6 +229,203 @@ func TestLifecycle3InitAgain(t *testing.T) {
 	}
 	if now := checkFrontDoor(t, ctx, f); now != holder {
 		t.Errorf("the VIP moved from %s to %s", holder, now)
+	}
+}
+
+// TestLifecycle3bFirstNodeReplaced: the first node is replaced, as a cloud replaces a
+// machine: its containers, kubelet, etcd member and kube-apiserver end, its Node is deleted
+// and its Neutron port deleted; then a fourth machine gets a port like the others' (port
+// security, the node security group) and joins the control plane. spec.endpoints still
+// names only the departed node, as init wrote it. The controller must drop the departed
+// node's pair and give the fourth node's port one. Then failovers between the remaining
+// nodes: the holder's kube-apiserver dies and its agent releases the Lease through a peer,
+// once with the fourth node's kube-apiserver as the only other one up: it was never in
+// spec.endpoints, so the agents' peer list must follow the current control-plane nodes.
+func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
+	f, ctx := scenario(t)
+	t.Cleanup(func() { destroyOnFailure(t, f) })
+	if lifecycle.g == nil {
+		t.Skip("needs TestLifecycle1InitFirstNode")
+	}
+	checkFrontDoor(t, ctx, f)
+	departed := f.cluster.Node(lifecycle.first.Name())
+	if departed == nil {
+		t.Fatalf("the init node %s is no node of the cluster", lifecycle.first)
+	}
+	departedPort := f.portOf(t, ctx, departed.Node)
+	endpoints := lifecycleExposure(t, ctx, f).Spec.Endpoints
+	sampler := f.cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
+	p := f.step(t, ctx)
+	before := f.metrics.Snapshot()
+
+	if err := f.cluster.RemoveNode(ctx, departed); err != nil {
+		t.Fatalf("removing %s: %v", departed.Name(), err)
+	}
+	if err := f.neutron.DeletePort(ctx, departedPort.ID); err != nil {
+		t.Fatalf("deleting %s's port: %v", departed.Name(), err)
+	}
+	// The environment's machine port comes back for the later tests of the run (the demo),
+	// with its name and address and a new ID in the env file.
+	t.Cleanup(func() { f.restoreMachinePort(t, departedPort) })
+	machine := "control-plane-" + framework.UniqueTechnicalID("")
+	port, err := f.dp.CreateMachinePort(ctx, machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite.Defer(func() {
+		// After the cluster is closed: its NIC provider takes a deleted port as unplugged.
+		if err := f.neutron.DeletePort(context.Background(), port.ID); err != nil && !openstack.IsNotFound(err) {
+			fmt.Fprintln(os.Stderr, "dataplane: deleting the fourth machine's port:", err)
+		}
+	})
+	f.nic.Add(port.ID)
+	joined, err := f.cluster.AddNode(ctx)
+	if err != nil {
+		t.Fatalf("joining a fourth node: %v", err)
+	}
+	t.Logf("%s replaced by %s (%s, port %s)", departed.Name(), joined.Name(), joined.IP(), port.ID)
+	f.waitReady(t, ctx)
+	st := f.waitNodePorts(t, ctx)
+	if err := f.waitReachable(ctx, lifecycle.dns, true, joinRecovery); err != nil {
+		t.Error(err)
+	}
+	time.Sleep(2 * time.Second)
+	replaced := p.Stop()
+	rep := sampler.Stop()
+	if len(rep.Overlaps) != 0 {
+		t.Errorf("the VIP sat on two nodes at once during the replacement: %+v", rep.Overlaps)
+	}
+	for _, np := range st.NodePorts {
+		if np.NodeName == departed.Name() || np.PortID == departedPort.ID {
+			t.Errorf("the exposure still records the departed node's port: %+v", np)
+		}
+	}
+	if !openstack.HasPair(f.portOf(t, ctx, joined.Node), st.VIPAddress) {
+		t.Errorf("the fourth node %s's port has no pair for the VIP %s", joined.Name(), st.VIPAddress)
+	}
+	if _, err := f.neutron.GetPort(ctx, departedPort.ID); !openstack.IsNotFound(err) {
+		t.Errorf("the departed node's port %s is still there (get: %v)", departedPort.ID, err)
+	}
+	t.Logf("holders during the replacement %+v; outages through the floating IP %+v", rep.Changes, replaced.Outages)
+	// gardenadm wrote spec.endpoints at its last init; nothing updates it after.
+	if now := lifecycleExposure(t, ctx, f).Spec.Endpoints; !equality.Semantic.DeepEqual(now, endpoints) {
+		t.Errorf("spec.endpoints changed from %+v to %+v", endpoints, now)
+	}
+	for _, ep := range endpoints {
+		if ep.NodeName == joined.Name() {
+			t.Fatalf("spec.endpoints names the fourth node %s: the step cannot show a peer that was never in it", joined.Name())
+		}
+	}
+	checkFrontDoor(t, ctx, f)
+
+	// Failovers between the remaining nodes. The holder's kube-apiserver dies; while the
+	// fourth node holds the VIP there is no release through it to see, so it hands over first.
+	var outages []string
+	longest := replaced
+	failover := func(down ...*netns.Node) *netns.Node {
+		t.Helper()
+		holder := checkFrontDoor(t, ctx, f)
+		for _, n := range down {
+			n.KillAPIServer()
+		}
+		pod := f.leaderPod(t, ctx, holder.Name())
+		log, err := f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases := len(releasedViaPeer.FindAllString(log, -1))
+		probe := f.probe(t, ctx, lifecycle.dns, 10*time.Second)
+		time.Sleep(500 * time.Millisecond)
+		holder.KillAPIServer()
+		res := probe.Wait()
+		netns.CheckOutage(t, "the holder's kube-apiserver killed (through the floating IP)", res, apiserverBound)
+		if res.Longest() > longest.Longest() {
+			longest = res
+		}
+		outages = append(outages, res.Longest().Round(time.Millisecond).String())
+		next, err := f.cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return n != holder })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log, err = f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		if got := releasedViaPeer.FindAllString(log, -1); len(got) <= releases {
+			t.Errorf("%s's agent did not release the Lease through another node's kube-apiserver (kube-apiservers down: %v); its log:\n%s", holder, netns.Names(append(down, holder)), log)
+		} else {
+			via := got[len(got)-1]
+			t.Logf("the VIP moved from %s to %s (kube-apiservers down: %v), longest outage %s, released via %s", holder, next, netns.Names(append(down, holder)), res.Longest().Round(time.Millisecond), via[strings.LastIndex(via, `"via":`):])
+		}
+		for _, n := range append(down, holder) {
+			if err := n.StartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.WaitAPIServerReady(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.waitReady(t, ctx)
+		return next
+	}
+	holder := failover()
+	if holder == joined.Node {
+		holder = failover()
+	}
+	// Only the fourth node's kube-apiserver is up besides the holder's: the release needs it.
+	var other *netns.Node
+	for _, n := range f.cluster.Net().Nodes() {
+		if n != holder && n != joined.Node {
+			other = n
+		}
+	}
+	if got := failover(other); got != joined.Node {
+		t.Errorf("with %s's and %s's kube-apiservers down the VIP went to %s, want the fourth node %s", holder, other, got, joined.Name())
+	}
+	checkFrontDoor(t, ctx, f)
+	stepFigures(t, "node-replaced", &longest, f.metrics.Snapshot().Sub(before),
+		fmt.Sprintf("replace_outage=%s replace_moves=%d failover_outages=%v", replaced.Longest().Round(time.Millisecond), vipMoves(rep), outages))
+}
+
+// waitNodePorts waits until the exposure's status records exactly the ports of the
+// current nodes, and returns it.
+func (f *frontDoor) waitNodePorts(t *testing.T, ctx context.Context) *v1alpha1.ExposureStatus {
+	t.Helper()
+	var st *v1alpha1.ExposureStatus
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if st, err = exposure.DecodeStatus(lifecycleExposure(t, ctx, f)); err != nil {
+			return false, err
+		}
+		var names []string
+		for _, np := range st.NodePorts {
+			names = append(names, np.NodeName)
+		}
+		slices.Sort(names)
+		want := netns.Names(f.cluster.Net().Nodes())
+		slices.Sort(want)
+		return slices.Equal(names, want), nil
+	})
+	if err != nil {
+		t.Fatalf("the exposure's node ports %+v, want those of %v: %v (controller log in %s)", st, netns.Names(f.cluster.Net().Nodes()), err, f.ctrlLog)
+	}
+	return st
+}
+
+// restoreMachinePort creates the environment's machine port that a step deleted again and
+// records its new ID in the env file.
+func (f *frontDoor) restoreMachinePort(t *testing.T, was *ports.Port) {
+	if !slices.Contains(f.dp.OpenStack.NodePortIDs, was.ID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := f.dp.RecreatePort(ctx, was)
+	if err != nil {
+		t.Errorf("restoring the machine port %s: %v", was.Name, err)
+		return
+	}
+	if err := framework.ReplaceNodePort(was.ID, p.ID); err != nil {
+		t.Error(err)
 	}
 }
 
