@@ -7,4 +7,4 @@ package framework
 // PreviousRelease is the commit of the last landed release, whose agent the version-skew
 // test rolls from (a branch name such as main would name this very tree once it lands).
 // Move it forward when a release lands.
-const PreviousRelease = "2da2aa58147b455dcef6ff9402fb633ab480ee04"
+const PreviousRelease = "befa0b46b81df6b53a4886e463665ad091590754"

@@ -101,19 +101,7 @@ func TestAgentUnderItsRole(t *testing.T) {
 	if err := c.Delete(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		holders, err := h.Holders()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(holders) == 0 {
-			break
-		}
-		if time.Since(deleted) > 30*time.Second {
-			t.Fatalf("the VIP stays on %v without a Lease", netns.Names(holders))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitNoHolder(t, h, deleted, "the VIP stays without a Lease")
 	t.Logf("without its Lease the leader dropped the VIP after %s", time.Since(deleted).Round(time.Millisecond))
 	time.Sleep(2 * time.Second)
 	if _, err := cs.CoordinationV1().Leases(namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -5,13 +5,10 @@
 package vip_test
 
 import (
-	"context"
-	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
@@ -59,26 +56,5 @@ func TestTakeoverGuard(t *testing.T) {
 // holder, and the holder.
 func takeover(t *testing.T, ns string, vip netip.Addr, add func() error) (waits int, holder string) {
 	t.Helper()
-	runIn(t, ns, func() error {
-		guard := arp.NewGuard("eth0", vip)
-		defer func() { _ = guard.Close() }()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		since := time.Now()
-		for ctx.Err() == nil {
-			free, who, err := guard.Free(ctx, since, time.Now().Add(timing.KeeperTick))
-			if err != nil {
-				return fmt.Errorf("the guard: %w", err)
-			}
-			if free {
-				return add()
-			}
-			if who != "" {
-				waits++
-				holder = who
-			}
-		}
-		return ctx.Err()
-	})
-	return waits, holder
+	return takeoverAll(t, ns, []netip.Addr{vip}, add)
 }
