@@ -57,7 +57,8 @@ import (
 )
 
 // The front-door scenarios run the real controller (in the test process, against the
-// cluster's kube-apiserver and the local Neutron) and our agent, as the pods of the
+// cluster's kube-apiserver and the local Neutron; from the lifecycle's upgrade on, the
+// chart's controller pod) and our agent, as the pods of the
 // controller's DaemonSet, on a test/nodes cluster whose nodes' NICs are the Neutron node
 // ports, plugged as Nova would plug them (port security on, the node security group). The
 // client is hack/dataplane.sh's external namespace: its only way in is the floating IP,
@@ -280,6 +281,7 @@ func (f *frontDoor) handOverToChart(t *testing.T, ctx context.Context) (time.Dur
 	start := time.Now()
 	f.stopController()
 	f.metrics = nil
+	t.Logf("the in-process controller stopped in %s", time.Since(start).Round(time.Millisecond))
 	images := extension.Images{Controller: f.cluster.ImageRef("gardener-extension-kube-vip"), Agent: f.agentImage}
 	chart, err := extension.StartController(ctx, extension.ControllerOptions{Cluster: f.cluster, Client: f.cl, OpenStack: f.dp.OpenStack, Images: images})
 	if chart != nil {
@@ -294,6 +296,7 @@ func (f *frontDoor) handOverToChart(t *testing.T, ctx context.Context) (time.Dur
 	if err := chart.WaitRunning(ctx, images.Controller, 2*time.Minute); err != nil {
 		t.Fatalf("the chart's controller: %v; %s", err, f.controllerLog(ctx))
 	}
+	t.Logf("the chart's controller pod is Ready %s after the handover began", time.Since(start).Round(time.Millisecond))
 	dns, err := lifecycle.g.Init(ctx)
 	if err != nil {
 		t.Fatalf("gardenadm init with the chart's controller: %v; %s", err, f.controllerLog(ctx))

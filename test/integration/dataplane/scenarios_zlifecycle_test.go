@@ -40,10 +40,10 @@ import (
 // The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
 // (framework.Gardenadm), in order: init with the first node only, the other two join and a
 // failover needs one of them, init runs again, the first node is replaced by a fourth, the
-// extension is upgraded, the credentials
-// are rotated, the exposure object is lost and re-created, destroy. Each step ends with the
-// checks of checkFrontDoor and prints its figures (stepFigures). The tests run after the other scenarios (file order), whose exposure is
-// gone by then, and share lifecycle.
+// extension is upgraded by its chart (from then on the chart's controller runs), the
+// credentials are rotated, the exposure object is lost and re-created, destroy. Each step
+// ends with the checks of checkFrontDoor and prints its figures (stepFigures). The tests run
+// after the other scenarios (file order), whose exposure is gone by then, and share lifecycle.
 var lifecycle struct {
 	g *framework.Gardenadm
 	// dns is the DNS value gardenadm computed at init, once.
@@ -489,7 +489,8 @@ func TestLifecycle4ExtensionUpgraded(t *testing.T) {
 	t.Logf("upgraded to %+v in %s: %d VIP moves, longest outage through the floating IP %s; %d OpenStack calls (%d writes): %v",
 		images, time.Since(start).Round(time.Millisecond), moves, res.Longest().Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
 	stepFigures(t, "upgrade", &res, calls, fmt.Sprintf("moves=%d", moves))
-	// Not bounded yet: a recorded run had a 16.7 s outage here; when and where it was.
+	// Not bounded yet (a run of the former in-process restart had a 16.7 s outage here):
+	// when and where it was.
 	t.Logf("holders during the upgrade %+v; outages through the floating IP %+v", rep.Changes, res.Outages)
 	if len(rep.Overlaps) != 0 {
 		t.Errorf("the VIP sat on two nodes at once during the upgrade: %+v", rep.Overlaps)
