@@ -359,18 +359,5 @@ func (c *Controller) podCalls(ctx context.Context, p *corev1.Pod) (openstack.Sna
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", url, err)
 	}
-	s := openstack.Snapshot{}
-	for _, m := range fams[openstack.MetricRequestsTotal].GetMetric() {
-		var service, operation string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "service":
-				service = l.GetValue()
-			case "operation":
-				operation = l.GetValue()
-			}
-		}
-		s[service+" "+operation] += int(m.GetCounter().GetValue())
-	}
-	return s, nil
+	return openstack.SnapshotOf(fams[openstack.MetricRequestsTotal]), nil
 }
