@@ -304,7 +304,7 @@ func (e *Extension) Teardown(ctx context.Context) error {
 		}
 	}
 	if e.Controller != nil {
-		e.Controller.Close()
+		e.Close()
 	}
 	return errors.Join(errs...)
 }
