@@ -75,20 +75,39 @@ func (m *Metrics) Calls() []Call {
 		if err := metric.Write(&pb); err != nil {
 			continue
 		}
-		c := Call{Count: int(pb.GetCounter().GetValue())}
-		for _, l := range pb.GetLabel() {
-			switch l.GetName() {
-			case "service":
-				c.Service = l.GetValue()
-			case "operation":
-				c.Operation = l.GetValue()
-			case "code":
-				c.Code = l.GetValue()
-			}
-		}
+		c := seriesOf(&pb)
+		c.Count = int(pb.GetCounter().GetValue())
 		calls = append(calls, c)
 	}
 	return calls
+}
+
+// seriesOf is the series a metric of the requests counter or the duration histogram
+// belongs to, by its labels.
+func seriesOf(pb *dto.Metric) Call {
+	var c Call
+	for _, l := range pb.GetLabel() {
+		switch l.GetName() {
+		case "service":
+			c.Service = l.GetValue()
+		case "operation":
+			c.Operation = l.GetValue()
+		case "code":
+			c.Code = l.GetValue()
+		}
+	}
+	return c
+}
+
+// SnapshotOf sums the requests counter as another process exposes it (the family
+// MetricRequestsTotal scraped from its metrics endpoint), as Snapshot does.
+func SnapshotOf(requests *dto.MetricFamily) Snapshot {
+	s := Snapshot{}
+	for _, pb := range requests.GetMetric() {
+		c := seriesOf(pb)
+		s[c.Service+" "+c.Operation] += int(pb.GetCounter().GetValue())
+	}
+	return s
 }
 
 // Snapshot is the number of calls per "service operation" (e.g. "network POST ports").
@@ -117,16 +136,8 @@ func (m *Metrics) Seconds() map[string]float64 {
 		if err := metric.Write(&pb); err != nil {
 			continue
 		}
-		var service, operation string
-		for _, l := range pb.GetLabel() {
-			switch l.GetName() {
-			case "service":
-				service = l.GetValue()
-			case "operation":
-				operation = l.GetValue()
-			}
-		}
-		seconds[service+" "+operation] += pb.GetHistogram().GetSampleSum()
+		c := seriesOf(&pb)
+		seconds[c.Service+" "+c.Operation] += pb.GetHistogram().GetSampleSum()
 	}
 	return seconds
 }

@@ -68,7 +68,7 @@ func agentsReport(ctx context.Context) string { return ext.AgentsReport(ctx) }
 // the DaemonSet to it.
 func upgradeAgentImage(t *testing.T, ctx context.Context, agentImage string) {
 	t.Helper()
-	if err := ext.UpgradeAgentImage(ctx, agentImage); err != nil {
+	if err := ext.Upgrade(ctx, extension.Images{Controller: cluster.ImageRef("gardener-extension-kube-vip"), Agent: agentImage}); err != nil {
 		t.Fatalf("%v\n%s", err, controllerLog(ctx))
 	}
 }

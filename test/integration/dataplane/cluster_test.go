@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -29,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,13 +50,15 @@ import (
 	nodetracker "github.com/gardener/gardener-extension-kube-vip/controller/nodes"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
+	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 	"github.com/gardener/gardener-extension-kube-vip/test/nodes"
 )
 
 // The front-door scenarios run the real controller (in the test process, against the
-// cluster's kube-apiserver and the local Neutron) and our agent, as the pods of the
+// cluster's kube-apiserver and the local Neutron; from the lifecycle's upgrade on, the
+// chart's controller pod) and our agent, as the pods of the
 // controller's DaemonSet, on a test/nodes cluster whose nodes' NICs are the Neutron node
 // ports, plugged as Nova would plug them (port security on, the node security group). The
 // client is hack/dataplane.sh's external namespace: its only way in is the floating IP,
@@ -119,12 +123,17 @@ type frontDoor struct {
 	client   *netns.Client
 	caPool   *x509.CertPool
 	identity string
-	ctrlLog  string
-	// metrics count the controller's OpenStack calls.
+	// ctrlLog is the in-process controller's log file.
+	ctrlLog string
+	// metrics count the in-process controller's OpenStack calls.
 	metrics *openstack.Metrics
+	// chart is the chart's controller once the lifecycle has handed the exposure over to it
+	// (handOverToChart); podCalls are the last OpenStack calls read from each of its pods.
+	chart    *extension.Controller
+	podCalls map[types.UID]openstack.Snapshot
 	// stopController stops the controller (both its controllers); idempotent.
 	stopController func()
-	// startController starts it again after stopController.
+	// startController starts the in-process controller again after stopController.
 	startController func() error
 	// agentImage is the agent image the controller deploys, as the chart passes it.
 	agentImage string
@@ -261,6 +270,79 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	}, nil
 }
 
+// handOverToChart stops the in-process controller and runs the extension's chart in its
+// place, as an operator's Gardener does (the pod in the host network of a node, under the
+// chart's RBAC): the cluster's controller image, the running agent image. Never two
+// controllers at once: the in-process one has no leader election. It returns the time
+// until gardenadm init's next run found the chart's controller reconciling, and its
+// OpenStack calls (all of the new pod's).
+func (f *frontDoor) handOverToChart(t *testing.T, ctx context.Context) (time.Duration, openstack.Snapshot) {
+	t.Helper()
+	start := time.Now()
+	f.stopController()
+	f.metrics = nil
+	t.Logf("the in-process controller stopped in %s", time.Since(start).Round(time.Millisecond))
+	images := extension.Images{Controller: f.cluster.ImageRef("gardener-extension-kube-vip"), Agent: f.agentImage}
+	chart, err := extension.StartController(ctx, extension.ControllerOptions{Cluster: f.cluster, Client: f.cl, OpenStack: f.dp.OpenStack, Images: images})
+	if chart != nil {
+		f.chart, f.podCalls = chart, map[types.UID]openstack.Snapshot{}
+		// The suite's removeExposure runs before this, with the chart's controller.
+		f.stopController = sync.OnceFunc(chart.Close)
+		f.startController = func() error { return errors.New("the chart's controller runs the exposure") }
+	}
+	if err != nil {
+		t.Fatalf("installing the chart: %v", err)
+	}
+	if err := chart.WaitRunning(ctx, images.Controller, 2*time.Minute); err != nil {
+		t.Fatalf("the chart's controller: %v; %s", err, f.controllerLog(ctx))
+	}
+	t.Logf("the chart's controller pod is Ready %s after the handover began", time.Since(start).Round(time.Millisecond))
+	dns, err := lifecycle.g.Init(ctx)
+	if err != nil {
+		t.Fatalf("gardenadm init with the chart's controller: %v; %s", err, f.controllerLog(ctx))
+	}
+	if len(dns) != 1 || dns[0] != lifecycle.dns {
+		t.Errorf("DNS value %v with the chart's controller, want the first init's %s", dns, lifecycle.dns)
+	}
+	return time.Since(start), f.controllerCalls(t, ctx)
+}
+
+// controllerCalls are the controller's OpenStack calls so far: the in-process one's
+// metrics, or the sum of the last reading of every chart controller pod seen (a pod's
+// calls after its last reading are lost when it goes).
+func (f *frontDoor) controllerCalls(t *testing.T, ctx context.Context) openstack.Snapshot {
+	t.Helper()
+	if f.chart == nil {
+		return f.metrics.Snapshot()
+	}
+	var now map[types.UID]openstack.Snapshot
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		now, err = f.chart.Calls(ctx)
+		return err == nil, nil
+	})
+	if err != nil {
+		_, err = f.chart.Calls(ctx)
+		t.Fatalf("reading the chart's controller's OpenStack calls: %v", err)
+	}
+	maps.Copy(f.podCalls, now)
+	sum := openstack.Snapshot{}
+	for _, s := range f.podCalls {
+		for k, v := range s {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// controllerLog says where the controller's log is, or ends with the chart's pod's.
+func (f *frontDoor) controllerLog(ctx context.Context) string {
+	if f.chart == nil {
+		return "controller log in " + f.ctrlLog
+	}
+	return "controller log:\n" + f.chart.ControllerLog(ctx)
+}
+
 // newExposure is the exposure as gardenadm creates it, with the harness's VIP (in the
 // kube-apiservers' certificates) as vipAddress when the shoot has IPv4; the IPv6 VIP is
 // Neutron's pick.
@@ -341,7 +423,7 @@ func (f *frontDoor) waitSucceeded(t *testing.T, ctx context.Context, exp *extens
 			last.Status.ObservedGeneration == last.Generation && len(last.Status.Ingress) > 0, nil
 	})
 	if err != nil {
-		t.Fatalf("the exposure did not succeed: %v; last operation %+v, last error %+v; controller log in %s", err, last.Status.LastOperation, last.Status.LastError, f.ctrlLog)
+		t.Fatalf("the exposure did not succeed: %v; last operation %+v, last error %+v; %s", err, last.Status.LastOperation, last.Status.LastError, f.controllerLog(ctx))
 	}
 	return &last
 }

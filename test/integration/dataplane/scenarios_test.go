@@ -370,7 +370,7 @@ func (f *frontDoor) checkDeleted(t *testing.T, ctx context.Context, st status) {
 	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(f.cl.Get(ctx, client.ObjectKeyFromObject(exp), exp)), nil
 	}); err != nil {
-		t.Fatalf("the exposure was not deleted: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("the exposure was not deleted: %v (%s)", err, f.controllerLog(ctx))
 	}
 	if st.fipID != "" {
 		if _, err := f.neutron.GetFloatingIP(ctx, st.fipID); !openstack.IsNotFound(err) {

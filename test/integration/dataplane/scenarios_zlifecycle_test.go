@@ -32,6 +32,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
@@ -39,10 +40,10 @@ import (
 // The life of a self-hosted shoot's front door, driven by Gardener v1.150.0's own code
 // (framework.Gardenadm), in order: init with the first node only, the other two join and a
 // failover needs one of them, init runs again, the first node is replaced by a fourth, the
-// extension is upgraded, the credentials
-// are rotated, the exposure object is lost and re-created, destroy. Each step ends with the
-// checks of checkFrontDoor and prints its figures (stepFigures). The tests run after the other scenarios (file order), whose exposure is
-// gone by then, and share lifecycle.
+// extension is upgraded by its chart (from then on the chart's controller runs), the
+// credentials are rotated, the exposure object is lost and re-created, destroy. Each step
+// ends with the checks of checkFrontDoor and prints its figures (stepFigures). The tests run
+// after the other scenarios (file order), whose exposure is gone by then, and share lifecycle.
 var lifecycle struct {
 	g *framework.Gardenadm
 	// dns is the DNS value gardenadm computed at init, once.
@@ -77,13 +78,13 @@ func TestLifecycle1InitFirstNode(t *testing.T) {
 	lifecycle.g = &framework.Gardenadm{Client: f.cl, WaitInterval: time.Second,
 		Log: funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})}
 
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 	start := time.Now()
 	dns, err := lifecycle.g.Init(ctx)
 	if err != nil {
-		t.Fatalf("gardenadm init: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("gardenadm init: %v (%s)", err, f.controllerLog(ctx))
 	}
-	calls := f.metrics.Snapshot().Sub(before)
+	calls := f.controllerCalls(t, ctx).Sub(before)
 	if len(dns) != 1 {
 		t.Fatalf("DNS values %v, want one", dns)
 	}
@@ -120,7 +121,7 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	}
 	sampler := f.cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
 	joins := f.step(t, ctx)
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 	for _, n := range f.cluster.Net().Nodes()[1:] {
 		setControlPlane(t, ctx, f, n.Name(), true)
 	}
@@ -197,7 +198,7 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	if joined.Longest() > res.Longest() {
 		longest = joined
 	}
-	stepFigures(t, "join+failover", &longest, f.metrics.Snapshot().Sub(before),
+	stepFigures(t, "join+failover", &longest, f.controllerCalls(t, ctx).Sub(before),
 		fmt.Sprintf("join_outage=%s join_moves=%d failover_outage=%s", joinOutage, vipMoves(rep), res.Longest().Round(time.Millisecond)))
 }
 
@@ -211,12 +212,12 @@ func TestLifecycle3InitAgain(t *testing.T) {
 	}
 	holder := checkFrontDoor(t, ctx, f)
 	p := f.step(t, ctx)
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 	dns, err := lifecycle.g.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := f.metrics.Snapshot().Sub(before)
+	calls := f.controllerCalls(t, ctx).Sub(before)
 	res := p.Stop()
 	stepFigures(t, "init-again", &res, calls, "")
 	netns.CheckOutage(t, "gardenadm init again (through the floating IP)", res, gracefulBound)
@@ -256,7 +257,7 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 	endpoints := lifecycleExposure(t, ctx, f).Spec.Endpoints
 	sampler := f.cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
 	p := f.step(t, ctx)
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 
 	if err := f.cluster.RemoveNode(ctx, departed); err != nil {
 		t.Fatalf("removing %s: %v", departed.Name(), err)
@@ -382,7 +383,7 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 		t.Errorf("with %s's and %s's kube-apiservers down the VIP went to %s, want the fourth node %s", holder, other, got, joined.Name())
 	}
 	checkFrontDoor(t, ctx, f)
-	stepFigures(t, "node-replaced", &longest, f.metrics.Snapshot().Sub(before),
+	stepFigures(t, "node-replaced", &longest, f.controllerCalls(t, ctx).Sub(before),
 		fmt.Sprintf("replace_outage=%s replace_moves=%d failover_outages=%v", replaced.Longest().Round(time.Millisecond), vipMoves(rep), outages))
 }
 
@@ -406,7 +407,7 @@ func (f *frontDoor) waitNodePorts(t *testing.T, ctx context.Context) *v1alpha1.E
 		return slices.Equal(names, want), nil
 	})
 	if err != nil {
-		t.Fatalf("the exposure's node ports %+v, want those of %v: %v (controller log in %s)", st, netns.Names(f.cluster.Net().Nodes()), err, f.ctrlLog)
+		t.Fatalf("the exposure's node ports %+v, want those of %v: %v (%s)", st, netns.Names(f.cluster.Net().Nodes()), err, f.controllerLog(ctx))
 	}
 	return st
 }
@@ -429,11 +430,15 @@ func (f *frontDoor) restoreMachinePort(t *testing.T, was *ports.Port) {
 	}
 }
 
-// TestLifecycle4ExtensionUpgraded: the extension is upgraded as a chart upgrade does it: a
-// new controller (stopped and started again, with a new agent image as the chart's value)
-// and a second agent image, built with another version and loaded into the nodes'
-// containerd. Gardener's next reconcile lets the controller roll the agents one node at a
-// time. The VIP never sits on two nodes and the front door answers after.
+// TestLifecycle4ExtensionUpgraded: the extension is upgraded as an operator's Gardener
+// does it, by a chart upgrade. The in-process controller first hands the exposure over to
+// the chart's controller (this build's controller image, the running agent image), which
+// must take over without writing to OpenStack; the later steps run with the chart's
+// controller. Then the chart is upgraded to a controller image and an agent image built
+// with another version and loaded into the nodes' containerd: the new controller pod
+// replaces the old one and Gardener's next reconcile lets it roll the agents one node at a
+// time. The VIP never sits on two nodes, the exposure keeps its port and floating IP, and
+// the front door answers after.
 func TestLifecycle4ExtensionUpgraded(t *testing.T) {
 	f, ctx := scenario(t)
 	t.Cleanup(func() { destroyOnFailure(t, f) })
@@ -445,49 +450,62 @@ func TestLifecycle4ExtensionUpgraded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := f.cluster.LoadImage(ctx, "kube-vip-agent", "lifecycle-upgrade")
-	if err != nil {
-		t.Fatal(err)
+	p := f.step(t, ctx)
+	took, calls := f.handOverToChart(t, ctx)
+	res := p.Stop()
+	t.Logf("the chart's controller reconciles after %s: %d OpenStack calls (%d writes): %v", took.Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
+	stepFigures(t, "handover", &res, calls, "")
+	if calls.Writes() != 0 {
+		t.Errorf("the chart's controller wrote to OpenStack when it took the exposure over: %v", calls)
 	}
-	if ref == f.agentImage {
-		t.Fatalf("the upgrade's agent image %s is the running one", ref)
+	checkFrontDoor(t, ctx, f)
+
+	var images extension.Images
+	for name, ref := range map[string]*string{"gardener-extension-kube-vip": &images.Controller, "kube-vip-agent": &images.Agent} {
+		if *ref, err = f.cluster.LoadImage(ctx, name, "lifecycle-upgrade"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if images.Controller == f.cluster.ImageRef("gardener-extension-kube-vip") || images.Agent == f.agentImage {
+		t.Fatalf("the upgrade's images %+v are the running ones", images)
 	}
 	sampler := f.cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
-	p := f.step(t, ctx)
-	old := f.metrics
-	before := old.Snapshot()
+	p = f.step(t, ctx)
+	// The old pod's last reading: it has nothing to do until it ends (the reconcile comes
+	// after the new one has replaced it), so no call of it goes unseen.
+	before := f.controllerCalls(t, ctx)
 	start := time.Now()
-	f.stopController()
-	f.agentImage = ref
-	if err := f.startController(); err != nil {
-		t.Fatal(err)
+	if err := f.chart.Upgrade(ctx, images); err != nil {
+		t.Fatalf("upgrading the chart: %v; %s", err, f.controllerLog(ctx))
 	}
-	if _, err := lifecycle.g.Init(ctx); err != nil {
-		t.Fatalf("gardenadm init after the upgrade: %v (controller log in %s)", err, f.ctrlLog)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		ds, err := f.cluster.Client().AppsV1().DaemonSets(framework.Namespace).Get(ctx, agentrollout.Name, metav1.GetOptions{})
-		return err == nil && ds.Spec.Template.Spec.Containers[0].Image == ref, nil
-	}); err != nil {
-		t.Fatalf("the upgraded controller did not roll the agents to %s: %v", ref, err)
-	}
+	f.agentImage = images.Agent
+	f.waitSucceeded(t, ctx, lifecycleExposure(t, ctx, f))
 	f.waitReady(t, ctx)
 	time.Sleep(2 * time.Second)
-	res := p.Stop()
+	res = p.Stop()
 	rep := sampler.Stop()
-	// The old controller's calls until it stopped, and all of the new one's.
-	calls := old.Snapshot().Sub(before)
-	for k, v := range f.metrics.Snapshot() {
-		calls[k] += v
-	}
+	calls = f.controllerCalls(t, ctx).Sub(before)
 	moves := vipMoves(rep)
-	t.Logf("upgraded to %s in %s: %d VIP moves, longest outage through the floating IP %s; %d OpenStack calls (%d writes): %v",
-		ref, time.Since(start).Round(time.Millisecond), moves, res.Longest().Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
+	t.Logf("upgraded to %+v in %s: %d VIP moves, longest outage through the floating IP %s; %d OpenStack calls (%d writes): %v",
+		images, time.Since(start).Round(time.Millisecond), moves, res.Longest().Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
 	stepFigures(t, "upgrade", &res, calls, fmt.Sprintf("moves=%d", moves))
-	// Not bounded yet: a recorded run had a 16.7 s outage here; when and where it was.
+	// Not bounded yet (a run of the former in-process restart had a 16.7 s outage here):
+	// when and where it was.
 	t.Logf("holders during the upgrade %+v; outages through the floating IP %+v", rep.Changes, res.Outages)
 	if len(rep.Overlaps) != 0 {
 		t.Errorf("the VIP sat on two nodes at once during the upgrade: %+v", rep.Overlaps)
+	}
+	if err := f.chart.WaitRunning(ctx, images.Controller, time.Second); err != nil {
+		t.Errorf("after the upgrade: %v", err)
+	}
+	agents, err := f.cluster.Client().CoreV1().Pods(framework.Namespace).List(ctx, metav1.ListOptions{LabelSelector: agentrollout.LabelAppName + "=" + agentrollout.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range agents.Items {
+		if img := pod.Spec.Containers[0].Image; img != images.Agent {
+			t.Errorf("after the upgrade the agent pod %s on %s runs %s, want %s", pod.Name, pod.Spec.NodeName, img, images.Agent)
+		}
 	}
 	now, err := exposure.DecodeStatus(lifecycleExposure(t, ctx, f))
 	if err != nil {
@@ -544,7 +562,7 @@ func TestLifecycle5CredentialsRotated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := lifecycle.g.Init(ctx); err != nil {
-		t.Fatalf("gardenadm init with the old credential: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("gardenadm init with the old credential: %v (%s)", err, f.controllerLog(ctx))
 	}
 	holder := checkFrontDoor(t, ctx, f)
 	was, err := exposure.DecodeStatus(lifecycleExposure(t, ctx, f))
@@ -553,7 +571,7 @@ func TestLifecycle5CredentialsRotated(t *testing.T) {
 	}
 
 	p := f.step(t, ctx)
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 	start := time.Now()
 	if err := framework.SetApplicationCredential(ctx, f.cl, newID, newSecret); err != nil {
 		t.Fatal(err)
@@ -564,9 +582,9 @@ func TestLifecycle5CredentialsRotated(t *testing.T) {
 	oldDeleted = true
 	dns, err := lifecycle.g.Init(ctx)
 	if err != nil {
-		t.Fatalf("gardenadm init after the rotation: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("gardenadm init after the rotation: %v (%s)", err, f.controllerLog(ctx))
 	}
-	calls := f.metrics.Snapshot().Sub(before)
+	calls := f.controllerCalls(t, ctx).Sub(before)
 	res := p.Stop()
 	t.Logf("gardenadm init after the rotation: DNS value %v after %s; %d OpenStack calls (%d writes): %v", dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
 	// As for a loss: the agents need no OpenStack, a roll would be a graceful handover.
@@ -610,7 +628,7 @@ func TestLifecycle6ExposureLostAndRecreated(t *testing.T) {
 	}
 	fipsBefore := f.projectFloatingIPs(t, ctx)
 	p := f.step(t, ctx)
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 
 	patch := client.MergeFrom(lost.DeepCopy())
 	lost.Finalizers = nil
@@ -628,9 +646,9 @@ func TestLifecycle6ExposureLostAndRecreated(t *testing.T) {
 	start := time.Now()
 	dns, err := lifecycle.g.Init(ctx)
 	if err != nil {
-		t.Fatalf("gardenadm init after the loss: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("gardenadm init after the loss: %v (%s)", err, f.controllerLog(ctx))
 	}
-	calls := f.metrics.Snapshot().Sub(before)
+	calls := f.controllerCalls(t, ctx).Sub(before)
 	res := p.Stop()
 	t.Logf("gardenadm init after the loss: DNS value %v after %s; %d OpenStack calls (%d writes): %v", dns, time.Since(start).Round(time.Millisecond), calls.Total(), calls.Writes(), calls)
 	// The agents run on; were the controller to roll them, a graceful handover is the most.
@@ -669,11 +687,11 @@ func TestLifecycle7Destroy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := f.metrics.Snapshot()
+	before := f.controllerCalls(t, ctx)
 	if err := lifecycle.g.Destroy(ctx); err != nil {
-		t.Fatalf("destroy: %v (controller log in %s)", err, f.ctrlLog)
+		t.Fatalf("destroy: %v (%s)", err, f.controllerLog(ctx))
 	}
-	calls := f.metrics.Snapshot().Sub(before)
+	calls := f.controllerCalls(t, ctx).Sub(before)
 	t.Logf("destroy: %d OpenStack calls (%d writes): %v", calls.Total(), calls.Writes(), calls)
 	stepFigures(t, "destroy", nil, calls, "")
 	if left, err := f.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.ClusterTag(f.identity)}}); err != nil || len(left) != 0 {
