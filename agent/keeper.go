@@ -146,6 +146,19 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	k.reconcile(context.Background())
 }
 
+// Renewing is the election's OnRenewing callback: a renewal is about to be written. A VIP
+// on the NIC in a term that has not ended is refreshed now, past RefreshBy too: should the
+// write commit and this process die before it learns so, followers take over a lease
+// duration after the write, and the VIP lasts a lifetime from here (package timing).
+func (k *keeper) Renewing() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	if s := k.stateLocked(now); s == held || s == lapsing {
+		k.refreshLocked(context.Background(), now)
+	}
+}
+
 // Following is the election's OnStoppedLeading callback: the VIP goes before it returns,
 // that is before the Lease is released. It reports whether the VIP is gone; if not, the
 // Lease must not be released (it expires instead), and Run keeps trying to remove it.
