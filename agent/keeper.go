@@ -46,7 +46,7 @@ type guard interface {
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
 // other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy, so that the VIP of a holder that died or froze runs out at the
+// the term's RefreshBy and once more when a renewal starts (Renewing), so that the VIP of a holder that died or froze runs out at the
 // earliest takeover and the kernel removes it shortly after (package timing): that node
 // serves until a follower can take over, whose guard adds the VIP right after.
 type keeper struct {
@@ -238,7 +238,7 @@ const (
 	over                   // the term ended without a renewal: the VIP goes now
 	probing                // the VIP is off in this term: the guard probes before it is added
 	held                   // the VIP is on: refreshed and announced
-	lapsing                // past the term's RefreshBy: announced, not refreshed; it runs out unless a renewal comes
+	lapsing                // past the term's RefreshBy: announced; refreshed only by the next renewal's start
 )
 
 func (s state) String() string {
@@ -276,8 +276,8 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 	case lapsing:
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
 		// takeover by more than the kernel's lateness (the next leader's guard would wait
-		// for it); the last refresh runs out by itself unless a renewal starts a new term
-		// first. Announcements continue.
+		// for it); the last refresh runs out by itself unless the next renewal's start
+		// refreshes it (Renewing). Announcements continue.
 		k.announceLocked(ctx, now)
 	case held:
 		k.refreshLocked(ctx, now)
