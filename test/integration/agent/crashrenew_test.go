@@ -218,7 +218,7 @@ type renewalTrap struct {
 	upstream   http.RoundTripper
 	target     *url.URL
 
-	mu  sync.Mutex
+	mu    sync.Mutex
 	armed *trapArm
 }
 
