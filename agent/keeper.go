@@ -46,9 +46,10 @@ type guard interface {
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
 // other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy and once more when a renewal starts (Renewing), so that the VIP of a holder that died or froze runs out at the
-// earliest takeover and the kernel removes it shortly after (package timing): that node
-// serves until a follower can take over, whose guard adds the VIP right after.
+// the term's RefreshBy, and once more when a renewal starts (Renewing), so that the VIP of
+// a holder that died or froze runs out by the earliest takeover and the kernel removes it
+// shortly after (package timing): that node serves until a follower can take over, whose
+// guard adds the VIP right after.
 type keeper struct {
 	addr      address
 	announcer announcer
