@@ -102,6 +102,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		VIPAnswered: set.answered,
 		Callbacks: election.Callbacks{
 			OnLeading:        n.onLeading,
+			OnRenewing:       n.onRenewing,
 			OnStoppedLeading: n.onStoppedLeading,
 			OnNewLeader:      n.onNewLeader,
 		},

@@ -49,6 +49,9 @@ func (n *node) onLeading(term timing.Term, newTerm bool) {
 	n.keeper.Leading(term, newTerm)
 }
 
+// onRenewing: a renewal is about to be written; the VIP's lifetime starts again with it.
+func (n *node) onRenewing() { n.keeper.Renewing() }
+
 // onStoppedLeading: the term ended; the Lease is released only if the VIP is gone.
 func (n *node) onStoppedLeading(reason string) (released bool) {
 	n.leading.Store(false)

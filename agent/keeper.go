@@ -46,9 +46,10 @@ type guard interface {
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
 // other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy, so that the VIP of a holder that died or froze runs out at the
-// earliest takeover and the kernel removes it shortly after (package timing): that node
-// serves until a follower can take over, whose guard adds the VIP right after.
+// the term's RefreshBy, and once more when a renewal starts (Renewing), so that the VIP of
+// a holder that died or froze runs out by the earliest takeover and the kernel removes it
+// shortly after (package timing): that node serves until a follower can take over, whose
+// guard adds the VIP right after.
 type keeper struct {
 	addr      address
 	announcer announcer
@@ -146,6 +147,19 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	k.reconcile(context.Background())
 }
 
+// Renewing is the election's OnRenewing callback: a renewal is about to be written. A VIP
+// on the NIC in a term that has not ended is refreshed now, past RefreshBy too: should the
+// write commit and this process die before it learns so, followers take over a lease
+// duration after the write, and the VIP lasts a lifetime from here (package timing).
+func (k *keeper) Renewing() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	if s := k.stateLocked(now); s == held || s == lapsing {
+		k.refreshLocked(context.Background(), now)
+	}
+}
+
 // Following is the election's OnStoppedLeading callback: the VIP goes before it returns,
 // that is before the Lease is released. It reports whether the VIP is gone; if not, the
 // Lease must not be released (it expires instead), and Run keeps trying to remove it.
@@ -225,7 +239,7 @@ const (
 	over                   // the term ended without a renewal: the VIP goes now
 	probing                // the VIP is off in this term: the guard probes before it is added
 	held                   // the VIP is on: refreshed and announced
-	lapsing                // past the term's RefreshBy: announced, not refreshed; it runs out unless a renewal comes
+	lapsing                // past the term's RefreshBy: announced; refreshed only by the next renewal's start
 )
 
 func (s state) String() string {
@@ -263,8 +277,8 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 	case lapsing:
 		// A refresh now would let the VIP of a holder that dies now outlive the earliest
 		// takeover by more than the kernel's lateness (the next leader's guard would wait
-		// for it); the last refresh runs out by itself unless a renewal starts a new term
-		// first. Announcements continue.
+		// for it); the last refresh runs out by itself unless the next renewal's start
+		// refreshes it (Renewing). Announcements continue.
 		k.announceLocked(ctx, now)
 	case held:
 		k.refreshLocked(ctx, now)

@@ -167,6 +167,31 @@ func TestVIPNeverOutlivesTheTerm(t *testing.T) {
 	}
 }
 
+// A renewal on the wire may commit although this process dies before it learns so; followers
+// then take over a lease duration after the renewal's start, and the VIP must last a
+// lifetime from there, past RefreshBy too. Not once the term is over or the gate closed.
+func TestARenewalOnTheWireRefreshesTheVIP(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	advance(k, clk, timingDefaults.RetryPeriod)
+	if !addr.present || !clk.Now().After(term.RefreshBy) {
+		t.Fatalf("at the renewal (%v): VIP present %v, RefreshBy %v; want a lapsing VIP", clk.Now(), addr.present, term.RefreshBy)
+	}
+	k.Renewing()
+	if want := clk.Now().Add(addr.lifetime + timing.KernelExpiryLateness); !addr.expiresAt.Equal(want) {
+		t.Fatalf("the VIP runs out at %v, want a lifetime from the renewal's start (%v)", addr.expiresAt, want)
+	}
+	clk.SetTime(term.End)
+	ensures := addr.ensures
+	k.Renewing()
+	k.SetHealthy(false)
+	k.Renewing()
+	if addr.ensures != ensures {
+		t.Fatalf("%d refreshes at a renewal after the term ended or with the gate closed, want none", addr.ensures-ensures)
+	}
+}
+
 func TestNoRefreshAfterRefreshBy(t *testing.T) {
 	k, addr, _, clk := newTestKeeper(t)
 	term := termAt(clk.Now())

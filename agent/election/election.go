@@ -107,6 +107,11 @@ type Callbacks struct {
 	// again, and until when it may refresh the VIP. newTerm is true on the
 	// acquisition that starts a term.
 	OnLeading func(term timing.Term, newTerm bool)
+	// OnRenewing is called right before the leader writes a renewal. The write may commit
+	// although the leader dies before it learns so; followers then take over a lease
+	// duration after it, so the VIP must live on from here (package timing, "A renewal on
+	// the wire").
+	OnRenewing func()
 	// OnStoppedLeading is called when a term ends, before the Lease is released. It
 	// reports whether the leader's resources are gone; only then is the Lease released,
 	// otherwise it is left to expire.

@@ -29,6 +29,26 @@ func TestTermIsMeasuredFromTheStartOfTheWrite(t *testing.T) {
 	}
 }
 
+// A renewal may commit although the leader dies before it learns so: the keeper hears of it
+// before the write (the fake write takes time on the clock), so that the VIP lives a
+// lifetime from the renewal's start. An acquisition has no VIP to refresh.
+func TestRenewalIsAnnouncedBeforeItsWrite(t *testing.T) {
+	h := newHarness()
+	h.leases.writeDelay = 30 * time.Millisecond
+	tm := timing.Defaults()
+	a, rec := h.candidate(t, "node-a", tm)
+	a.tryAcquireOrRenew(context.Background())
+	if len(rec.terms) != 1 || len(rec.renewing) != 0 {
+		t.Fatalf("acquisition: terms %d, OnRenewing at %v; want a term and no OnRenewing", len(rec.terms), rec.renewing)
+	}
+	h.clock.Step(tm.RetryPeriod)
+	start := h.clock.Now()
+	a.step(context.Background())
+	if len(rec.terms) != 2 || len(rec.renewing) != 1 || !rec.renewing[0].Equal(start) {
+		t.Fatalf("renewal started at %v: terms %d, OnRenewing at %v; want one OnRenewing before the write", start, len(rec.terms), rec.renewing)
+	}
+}
+
 func TestReleaseIsTakenAtOnceAndExpiryAfterTheLeaseDuration(t *testing.T) {
 	h := newHarness()
 	a, _ := h.candidate(t, "node-a", timing.Defaults())

@@ -145,8 +145,9 @@ func newHarness() *harness {
 
 // recorded is what one candidate's callbacks saw.
 type recorded struct {
-	terms   []timing.Term
-	stopped []string
+	terms    []timing.Term
+	stopped  []string
+	renewing []time.Time // the clock at each OnRenewing
 }
 
 func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
@@ -166,6 +167,7 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 		Clock:       h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
+			OnRenewing:       func() { rec.renewing = append(rec.renewing, h.clock.Now()) },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
 		},
 	})

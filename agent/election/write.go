@@ -134,6 +134,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 
 	e.lastWrite = lease.Spec.RenewTime
+	if e.leading && renewing && e.cfg.Callbacks.OnRenewing != nil {
+		e.cfg.Callbacks.OnRenewing()
+	}
 	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
 	if err != nil {
 		if apierrors.IsConflict(err) {

@@ -53,10 +53,21 @@
 // longer serves (agent and kube-apiserver both dead): its clients wait up to
 // KernelExpiryLateness past the earliest takeover.
 //
+// A renewal on the wire: the leader refreshes the VIP once more right before it writes a
+// renewal that starts at s (the election's OnRenewing), past RefreshBy too. The write may
+// commit although the leader dies before it learns so; followers then take over L after s,
+// and the VIP runs out by s + V, L − V before that: a crash with a renewal on the wire costs
+// what a crash right after a completed renewal costs (without the refresh it cost up to R
+// more, the VIP running out by S + L of the term before). If the write never commits, the
+// refresh outlives the term's earliest takeover by s + V − (S + L): R + V − L (0.59 s with
+// the defaults) for a renewal on schedule, at most D + V − L for a retry late in the term.
+// That is the case of a holder that died, above: the next leader's guard waits for it; a
+// living holder removes the VIP at the end of its term as always.
+//
 // Continuity: the last refresh before RefreshBy (at most KeeperTick earlier) must last,
-// less KernelExpiryEarliness, until the next renewal (RetryPeriod after S) has completed
-// with MinRenewBudget to spare: L ≥ R + KeeperTick + KernelExpiryEarliness +
-// MinRenewBudget = R + 0.22 s. With renewals at most once a second the living holder's
+// less KernelExpiryEarliness, until the next renewal (RetryPeriod after S) has started and
+// refreshed it again, with MinRenewBudget to spare: L ≥ R + KeeperTick +
+// KernelExpiryEarliness + MinRenewBudget = R + 0.22 s. With renewals at most once a second the living holder's
 // rule, L > D + ActiveRemovalLateness, and the room for a slow write, D − R, bind first.
 package timing
 
@@ -111,7 +122,10 @@ const (
 	// MinRefreshWindow is the least time a leader must have, after the start of a
 	// renewal, to refresh the VIP's lifetime safely (RefreshBy).
 	MinRefreshWindow = 100 * time.Millisecond
-	// MinRenewBudget is the least time a renewal may take without the VIP lapsing.
+	// MinRenewBudget is the least time the continuity rule leaves between the next renewal's
+	// due time and the end of the VIP's last regular refresh: the election's timer and the
+	// refresh at the renewal's start must fit in it (the write may then take up to a
+	// lifetime).
 	MinRenewBudget = 100 * time.Millisecond
 	// SlowWriteRoom is the time the defaults leave between RetryPeriod and RenewDeadline: a
 	// renewal write may take this long before the term ends and the VIP goes (review M3).
@@ -218,9 +232,11 @@ func (t Timings) LatestHold(term Term) time.Time {
 }
 
 // Lapse is when the kernel is expected to have removed the VIP of a holder that died or
-// froze in the term: its last refresh, by RefreshBy, plus the lifetime and
-// KernelExpiryLateness, that is S + L + KernelExpiryLateness. Until then that node still
-// serves on the VIP, and the next leader's guard, which probes from S + L on, waits for it.
+// froze in the term with no renewal on the wire: its last refresh, by RefreshBy, plus the
+// lifetime and KernelExpiryLateness, that is S + L + KernelExpiryLateness. Until then that
+// node still serves on the VIP, and the next leader's guard, which probes from S + L on,
+// waits for it. A renewal that started at s and never committed moves it to s + V +
+// KernelExpiryLateness (package doc, "A renewal on the wire").
 func (t Timings) Lapse(term Term) time.Time {
 	return term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
 }
@@ -273,7 +289,7 @@ func (t Timings) Problems() []Problem {
 				t.LeaseDuration, MinRefreshWindow)})
 	}
 	// Continuity: the last refresh (at most a keeper tick before RefreshBy) must last until
-	// the next renewal, RetryPeriod after the start of this one, has completed. Checked
+	// the next renewal, RetryPeriod after the start of this one, has refreshed it. Checked
 	// only when the rules above hold, so that one mistake gives one message.
 	if len(out) == 0 {
 		lapse := term.RefreshBy.Add(-KeeperTick + t.VIPLifetime - KernelExpiryEarliness)
