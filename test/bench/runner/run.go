@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/gardener/gardener-extension-kube-vip/test/bench/sut"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -93,6 +94,9 @@ type RunResult struct {
 	ARPDropped int `json:"arpDropped,omitempty"`
 	// Restarts counts daemons that had exited and were restarted after the revert.
 	Restarts int `json:"restarts,omitempty"`
+	// EtcdLeaderMoved: the holder's etcd member led, and the run handed etcd's leadership
+	// to another node before the fault (Scenario.SteadyEtcd).
+	EtcdLeaderMoved bool `json:"etcdLeaderMoved,omitempty"`
 }
 
 // Runner runs scenarios on a harness.
@@ -178,8 +182,14 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	if err != nil {
 		return RunResult{}, err
 	}
+	var res RunResult
+	if sc.SteadyEtcd {
+		if err = r.offEtcdLeader(ctx, d, leader, &res); err != nil {
+			return res, err
+		}
+	}
 	timeout := d.sys.ScenarioTimeout()
-	res := RunResult{Leader: d.nodes[leader].Name()}
+	res.Leader = d.nodes[leader].Name()
 	target := leader
 	if sc.Target != nil {
 		if target, err = sc.Target(ctx, d, leader); err != nil {
@@ -266,6 +276,20 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	res.Moves = moves(sr, faultAt, res.Leader)
 	res.ARPConflicts, res.ARPClaimers = arpFacts(claims, faultAt, revertAt)
 	return res, nil
+}
+
+// offEtcdLeader puts, for a system that keeps the VIP off the etcd leader's node
+// (sut.EtcdAware), the runs into that state: if the holder's member leads, etcd's
+// leadership goes to another node. The system would move the VIP itself (ours: the
+// etcd-leader yield), but only to a node that has been eligible for
+// election.OfferHoldDown (5 min), and this benchmark's faults come seconds apart.
+func (r *Runner) offEtcdLeader(ctx context.Context, d *Deployment, holder int, res *RunResult) error {
+	if aware, ok := d.sys.(sut.EtcdAware); !ok || !aware.KeepsOffEtcdLeader() {
+		return nil
+	}
+	_, moved, err := etcdLeaderOff(ctx, d, holder)
+	res.EtcdLeaderMoved = moved
+	return err
 }
 
 // watchServed waits for stay, then tells whether exactly one node holds the VIP and the

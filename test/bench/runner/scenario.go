@@ -39,6 +39,10 @@ type Scenario struct {
 	ImpairARP *netns.Impairment
 	// Applies tells whether the scenario applies to the system; default all.
 	Applies func(sut.System) bool
+	// SteadyEtcd puts the runs of a system that keeps the VIP off the etcd leader's node
+	// (sut.EtcdAware) into that state before the fault (Runner.offEtcdLeader). The forced
+	// case has a row of its own (link-down-etcd-leader).
+	SteadyEtcd bool
 }
 
 func signal(sig syscall.Signal) func(context.Context, *Deployment, int) error {
@@ -79,6 +83,14 @@ var Scenarios = []Scenario{
 		Revert: func(ctx context.Context, d *Deployment, i int) error {
 			return d.nodes[i].LinkUp(ctx)
 		},
+		SteadyEtcd: true,
+	},
+	{
+		Name:   "link-down-etcd-leader",
+		Title:  "the leader's LAN link down right after etcd's leadership was handed to its node (up again after the run)",
+		Target: etcdLeaderAtHolder,
+		Fault:  func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkDown(ctx) },
+		Revert: func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkUp(ctx) },
 	},
 	{
 		Name:  "apiserver-dead",
