@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&o.ipv6, "ipv6", "ours,kube-vip defaults,keepalived tuned", "systems measured again with an IPv6 VIP (2001:2::100 on 2001:2::/64) on a second harness after the IPv4 tables; empty: none "+
 		"(keepalived guide is VRRPv2, IPv4 only)")
 	flag.IntVar(&o.ipv6PeerRuns, "ipv6-peer-runs", 4, "runs per scenario of the IPv6 rows of kube-vip and keepalived (time budget); ours runs -runs")
-	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze", "scenarios of the IPv6 rows")
+	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze,crash-arp-impaired,freeze-arp-impaired", "scenarios of the IPv6 rows")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -454,7 +454,7 @@ func notes(o options, prev string) []string {
 		"link-down: for ours, the holder's etcd member does not lead at the cut, the state the etcd-leader yield keeps once another node has been eligible for 5 min; " +
 			"runs seconds apart do not give it that time, so the bench hands etcd's leadership away where the holder's member led (results.json: etcdLeaderMoved); " +
 			"link-down-etcd-leader is the case the yield avoids, forced: etcd's leadership handed to the holder's node 1s before the cut",
-		fmt.Sprintf("crash-arp-impaired, freeze-arp-impaired: the old holder's ARP frames delayed %s and %.0f%% lost by a user-space relay (this kernel has no sch_netem)",
+		fmt.Sprintf("crash-arp-impaired, freeze-arp-impaired: the old holder's ARP and NDP (neighbour solicitation/advertisement) frames delayed %s and %.0f%% lost by a user-space relay (this kernel has no sch_netem)",
 			runner.ARPImpairment.Delay, 100*runner.ARPImpairment.Loss),
 		rollNote(o, prev),
 	}

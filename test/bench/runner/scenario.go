@@ -34,7 +34,7 @@ type Scenario struct {
 	// the run watches for Stay after Fault returned instead of waiting for another holder,
 	// and counts as failed ("no failover") if the client does not reach the VIP then.
 	Stay time.Duration
-	// ImpairARP, if set, delays and drops the ARP frames the holder sends, from before the
+	// ImpairARP, if set, delays and drops the ARP and NDP frames the holder sends, from before the
 	// fault until the VIP is on one node again after the revert.
 	ImpairARP *netns.Impairment
 	// Applies tells whether the scenario applies to the system; default all.
@@ -130,14 +130,14 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:      "crash-arp-impaired",
-		Title:     "SIGKILL of the leader's daemon, its ARP frames delayed 40 ms and 2 % lost",
+		Title:     "SIGKILL of the leader's daemon, its ARP and NDP frames delayed 40 ms and 2 % lost",
 		Fault:     signal(syscall.SIGKILL),
 		Revert:    waitExit,
 		ImpairARP: &ARPImpairment,
 	},
 	{
 		Name:      "freeze-arp-impaired",
-		Title:     "the leader's daemon frozen (SIGSTOP; SIGCONT after the run), its ARP frames delayed 40 ms and 2 % lost",
+		Title:     "the leader's daemon frozen (SIGSTOP; SIGCONT after the run), its ARP and NDP frames delayed 40 ms and 2 % lost",
 		Fault:     signal(syscall.SIGSTOP),
 		Revert:    signal(syscall.SIGCONT),
 		ImpairARP: &ARPImpairment,
