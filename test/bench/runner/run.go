@@ -95,7 +95,8 @@ type RunResult struct {
 	// Restarts counts daemons that had exited and were restarted after the revert.
 	Restarts int `json:"restarts,omitempty"`
 	// EtcdLeaderMoved: the holder's etcd member led, and the run handed etcd's leadership
-	// to another node before the fault (Scenario.SteadyEtcd).
+	// to another node, then waited for a stable holder again, before the fault
+	// (Scenario.SteadyEtcd).
 	EtcdLeaderMoved bool `json:"etcdLeaderMoved,omitempty"`
 }
 
@@ -183,9 +184,23 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 		return RunResult{}, err
 	}
 	var res RunResult
-	if sc.SteadyEtcd {
-		if err = r.offEtcdLeader(ctx, d, leader, &res); err != nil {
+	for tries := 0; sc.SteadyEtcd; tries++ {
+		moved, err := r.offEtcdLeader(ctx, d, leader)
+		if err != nil || !moved {
+			if err != nil {
+				return res, err
+			}
+			break
+		}
+		// The handover stalls writes for a moment, which may move the VIP: start over
+		// from a stable holder.
+		res.EtcdLeaderMoved = true
+		time.Sleep(d.sys.Settle())
+		if leader, err = r.WaitStable(ctx, d, 90*time.Second); err != nil {
 			return res, err
+		}
+		if tries == 5 {
+			return res, fmt.Errorf("%s: the holder's etcd member still led after 5 handovers", d.sys.Name())
 		}
 	}
 	timeout := d.sys.ScenarioTimeout()
@@ -283,13 +298,12 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 // leadership goes to another node. The system would move the VIP itself (ours: the
 // etcd-leader yield), but only to a node that has been eligible for
 // election.OfferHoldDown (5 min), and this benchmark's faults come seconds apart.
-func (r *Runner) offEtcdLeader(ctx context.Context, d *Deployment, holder int, res *RunResult) error {
+func (r *Runner) offEtcdLeader(ctx context.Context, d *Deployment, holder int) (moved bool, err error) {
 	if aware, ok := d.sys.(sut.EtcdAware); !ok || !aware.KeepsOffEtcdLeader() {
-		return nil
+		return false, nil
 	}
-	_, moved, err := etcdLeaderOff(ctx, d, holder)
-	res.EtcdLeaderMoved = moved
-	return err
+	_, moved, err = etcdLeaderOff(ctx, d, holder)
+	return moved, err
 }
 
 // watchServed waits for stay, then tells whether exactly one node holds the VIP and the
