@@ -100,23 +100,47 @@ func (e *EtcdLeader) Yield(leading bool) bool {
 	return e.seen
 }
 
-// Run reads the metric until ctx is done: every Period (FollowerPeriod while this node
-// does not lead), and Confirm after a read that first found the member leading.
+// Run reads the metric until ctx is done: every FollowerPeriod while this node does not lead,
+// every Period while it leads, and Confirm after a read that first found the member leading.
+// The interval follows the node's leading state as it changes, not as it was at the last
+// read: a node that stopped leading must know its member's leadership before it may take the
+// Lease again (it defers then), and one that started leading reads once more at
+// FollowerPeriod, since its last read as a follower may predate the etcd election that a
+// failover brings.
 func (e *EtcdLeader) Run(ctx context.Context) {
+	var last time.Time // zero: read at once
+	confirmNext, wasLeading, fresh := false, false, false
 	for {
-		wait := e.cfg.FollowerPeriod
-		if e.cfg.Leading() {
-			wait = e.cfg.Period
+		leading := e.cfg.Leading()
+		fresh = fresh || (leading && !wasLeading)
+		wasLeading = leading
+		now := e.cfg.Clock.Now()
+		if last.IsZero() || !now.Before(last.Add(e.interval(leading && !fresh, confirmNext))) {
+			last = now
+			confirmNext = e.readOnce(ctx)
+			fresh = fresh && !leading
 		}
-		if e.readOnce(ctx) {
-			wait = e.cfg.Confirm
-		}
+		next := last.Add(e.interval(leading && !fresh, confirmNext)).Sub(e.cfg.Clock.Now())
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.cfg.Clock.After(wait):
+		case <-e.cfg.Clock.After(max(0, min(leadingPoll, next))):
 		}
 	}
+}
+
+// leadingPoll is how often Run looks at whether this node leads, between reads.
+const leadingPoll = 250 * time.Millisecond
+
+// interval is the time from one read to the next.
+func (e *EtcdLeader) interval(leading, confirmNext bool) time.Duration {
+	switch {
+	case confirmNext:
+		return e.cfg.Confirm
+	case leading:
+		return e.cfg.Period
+	}
+	return e.cfg.FollowerPeriod
 }
 
 // readOnce reads the metric once and reports whether a confirming read is due.

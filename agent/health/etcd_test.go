@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestParseIsLeader(t *testing.T) {
@@ -103,5 +104,60 @@ func TestEtcdLeadershipIsConfirmedBeforeItCounts(t *testing.T) {
 	step(false, false) // unknown counts as following
 	if reads.Load() != 9 {
 		t.Fatalf("%d reads, want 9", reads.Load())
+	}
+}
+
+// TestEtcdReadsFollowTheLeadingState: a node that stops leading must read its member again
+// within FollowerPeriod, not a leader's Period after its last read as leader: as a follower it
+// decides on that read whether to defer a takeover, and a failover often moves etcd's
+// leadership to it meanwhile.
+func TestEtcdReadsFollowTheLeadingState(t *testing.T) {
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reads.Add(1)
+		_, _ = w.Write([]byte("etcd_server_is_leader 0\n"))
+	}))
+	defer srv.Close()
+	var leading atomic.Bool
+	leading.Store(true)
+	clk := testingclock.NewFakeClock(time.Now())
+	e, err := NewEtcdLeader(EtcdLeaderConfig{Client: srv.Client(), URL: srv.URL, Period: 20 * time.Second,
+		FollowerPeriod: 2 * time.Second, Confirm: 5 * time.Second, Timeout: time.Second,
+		Leading: leading.Load, Clock: clk, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	// advance steps the clock by d in small steps, each once the loop waits on it.
+	advance := func(d time.Duration) {
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			waitWaiter(t, clk)
+			clk.Step(50 * time.Millisecond)
+		}
+		waitWaiter(t, clk)
+	}
+	advance(0)
+	if got := reads.Load(); got != 1 {
+		t.Fatalf("%d reads at start, want 1", got)
+	}
+	advance(3 * time.Second)
+	if got := reads.Load(); got != 1 {
+		t.Fatalf("%d reads in 3s while leading (Period 20s), want 1", got)
+	}
+	leading.Store(false)
+	advance(2500 * time.Millisecond)
+	if got := reads.Load(); got < 2 {
+		t.Fatalf("%d reads 2.5s after the node stopped leading (FollowerPeriod 2s), want a second one", got)
+	}
+}
+
+func waitWaiter(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader does not wait on the clock")
+		}
 	}
 }

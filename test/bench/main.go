@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&o.ipv6, "ipv6", "ours,kube-vip defaults,keepalived tuned", "systems measured again with an IPv6 VIP (2001:2::100 on 2001:2::/64) on a second harness after the IPv4 tables; empty: none "+
 		"(keepalived guide is VRRPv2, IPv4 only)")
 	flag.IntVar(&o.ipv6PeerRuns, "ipv6-peer-runs", 4, "runs per scenario of the IPv6 rows of kube-vip and keepalived (time budget); ours runs -runs")
-	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze", "scenarios of the IPv6 rows")
+	flag.StringVar(&o.ipv6Scenarios, "ipv6-scenarios", "graceful,crash,link-down,apiserver-dead,freeze,crash-arp-impaired,freeze-arp-impaired", "scenarios of the IPv6 rows")
 	flag.StringVar(&o.logs, "logs", "", "keep the harness directory (daemon logs, etcd data, certificates) here instead of a temporary one that is removed")
 	flag.StringVar(&o.from, "from", "", "print the tables and draw the timeline of earlier results.json files instead of running; "+
 		"with several (comma-separated), a later file's systems replace the earlier ones of the same name, and the merge is written to -out")
@@ -419,7 +419,8 @@ func benchSystem(ctx context.Context, log logr.Logger, r *runner.Runner, h *netn
 			}
 			sr.Runs = append(sr.Runs, rr)
 			log.V(1).Info("run", "scenario", sc.Name, "run", i+1, "leader", rr.Leader, "newHolder", rr.NewHolder,
-				"outage", rr.Outage, "failover", rr.Failover, "twoHolders", rr.TwoHolders, "arpConflicts", rr.ARPConflicts)
+				"outage", rr.Outage, "failover", rr.Failover, "twoHolders", rr.TwoHolders, "arpConflicts", rr.ARPConflicts,
+				"etcdLeaderMoved", rr.EtcdLeaderMoved)
 			if rr.Failover {
 				noFailoverInRow = 0
 			} else if noFailoverInRow++; noFailoverInRow >= o.noFailoverLimit && i+1 < sr.Planned {
@@ -450,7 +451,10 @@ func notes(o options, prev string) []string {
 		"exited daemons are restarted at once after each run (as the kubelet restarts a container); kube-vip exits (panics) whenever it loses the lease",
 		"etcd-leader-cut: the etcd leader's node loses its link while another node holds the VIP (if the holder led etcd, the leadership was handed to another node first); " +
 			"the VIP should not move: 'no failover' = runs in which the client could not reach it 4s after the cut",
-		fmt.Sprintf("crash-arp-impaired, freeze-arp-impaired: the old holder's ARP frames delayed %s and %.0f%% lost by a user-space relay (this kernel has no sch_netem)",
+		"link-down: for ours, the holder's etcd member does not lead at the cut, the state the etcd-leader yield keeps once another node has been eligible for 5 min; " +
+			"runs seconds apart do not give it that time, so the bench hands etcd's leadership away where the holder's member led (results.json: etcdLeaderMoved); " +
+			"link-down-etcd-leader is the case the yield avoids, forced: etcd's leadership handed to the holder's node 1s before the cut",
+		fmt.Sprintf("crash-arp-impaired, freeze-arp-impaired: the old holder's ARP and NDP (neighbour solicitation/advertisement) frames delayed %s and %.0f%% lost by a user-space relay (this kernel has no sch_netem)",
 			runner.ARPImpairment.Delay, 100*runner.ARPImpairment.Loss),
 		rollNote(o, prev),
 	}

@@ -113,26 +113,37 @@ func (l *ImpairedLink) relay(from, to *packet.Conn, imp Impairment) {
 // relaySocket opens a packet socket for every frame that arrives at the named interface
 // (promiscuous; the frames it sends itself are not read back).
 func relaySocket(name string) (*packet.Conn, error) {
-	return relaySocketFor(name, 0)
+	return relaySocketFor(name, nil)
 }
 
-// relaySocketFor is relaySocket for the frames of one EtherType (0: all). The socket is
-// bound to every protocol and filters by EtherType itself: on a bridge port, the kernel
-// hands a frame to sockets bound to one protocol only after the bridge passed it on, and
-// the bridge consumes every frame, so such a socket would read nothing.
-func relaySocketFor(name string, etherType uint16) (*packet.Conn, error) {
+// neighbourFrames selects the frames of neighbour discovery: ARP, and ICMPv6 neighbour
+// solicitations (135) and advertisements (136), which carry no extension headers.
+var neighbourFrames = []bpf.Instruction{
+	bpf.LoadAbsolute{Off: 12, Size: 2}, // the Ethernet header's EtherType
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.ETH_P_ARP, SkipTrue: 7},
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.ETH_P_IPV6, SkipFalse: 7},
+	bpf.LoadAbsolute{Off: 14 + 6, Size: 1}, // the IPv6 header's next header
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_ICMPV6, SkipFalse: 5},
+	bpf.LoadAbsolute{Off: 14 + 40, Size: 1}, // the ICMPv6 type
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 135, SkipTrue: 2},
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 136, SkipTrue: 1},
+	bpf.RetConstant{Val: 0},
+	bpf.RetConstant{Val: 1 << 16},
+	bpf.RetConstant{Val: 0},
+}
+
+// relaySocketFor is relaySocket for the frames the filter passes (nil: all). The socket is
+// bound to every protocol and filters itself: on a bridge port, the kernel hands a frame to
+// sockets bound to one protocol only after the bridge passed it on, and the bridge consumes
+// every frame, so such a socket would read nothing.
+func relaySocketFor(name string, filter []bpf.Instruction) (*packet.Conn, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
 	cfg := &packet.Config{}
-	if etherType != 0 {
-		if cfg.Filter, err = bpf.Assemble([]bpf.Instruction{
-			bpf.LoadAbsolute{Off: 12, Size: 2}, // the Ethernet header's EtherType
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(etherType), SkipFalse: 1},
-			bpf.RetConstant{Val: 1 << 16},
-			bpf.RetConstant{Val: 0},
-		}); err != nil {
+	if filter != nil {
+		if cfg.Filter, err = bpf.Assemble(filter); err != nil {
 			return nil, fmt.Errorf("assembling the relay's filter: %w", err)
 		}
 	}
@@ -171,10 +182,11 @@ func RunIn(name string, fn func() error) error {
 	return ns.do(fn)
 }
 
-// ImpairedARP delays and drops the ARP frames one node sends on the harness's bridge, as
-// tc netem on that node's link with a filter for ARP would; every other frame takes the
-// bridge as before. The bridge drops the node's ARP frames (ebtables) and a relay copies
-// them, impaired, into the bridge through a veth pair whose bridge end learns no MACs.
+// ImpairedARP delays and drops the neighbour-discovery frames one node sends on the
+// harness's bridge (ARP, and ICMPv6 neighbour solicitations and advertisements), as tc netem
+// on that node's link with a filter for them would; every other frame takes the bridge as
+// before. The bridge drops those frames of the node (ebtables) and a relay copies them,
+// impaired, into the bridge through a veth pair whose bridge end learns no MACs.
 type ImpairedARP struct {
 	link    *ImpairedLink
 	ns      string
@@ -183,7 +195,7 @@ type ImpairedARP struct {
 	ebrules [][]string
 }
 
-// ImpairARP starts impairing the ARP frames node n sends; Stop ends it. Only for nodes on
+// ImpairARP starts impairing the ARP and NDP frames node n sends; Stop ends it. Only for nodes on
 // the harness's bridge (not with a NIC provider).
 func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*ImpairedARP, error) {
 	if h.opts.NIC != nil {
@@ -196,8 +208,13 @@ func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*Impa
 	if err := ipBatch(ctx, a.ns, cmds); err != nil {
 		return nil, err
 	}
-	// The node's own ARP frames are not flooded back to it from the relay's port.
-	for _, rule := range [][]string{{"-i", a.port, "-p", "ARP", "-j", "DROP"}, {"-i", out, "-o", a.port, "-j", "DROP"}} {
+	// The node's own frames are not flooded back to it from the relay's port.
+	rules := [][]string{
+		{"-i", a.port, "-p", "ARP", "-j", "DROP"},
+		{"-i", a.port, "-p", "IPv6", "--ip6-proto", "ipv6-icmp", "--ip6-icmp-type", "135:136", "-j", "DROP"},
+		{"-i", out, "-o", a.port, "-j", "DROP"},
+	}
+	for _, rule := range rules {
 		if _, err := runIn(ctx, a.ns, "ebtables", append([]string{"-A", "FORWARD"}, rule...)...); err != nil {
 			return nil, errors.Join(fmt.Errorf("ebtables in %s: %w", a.ns, err), a.stop(ctx))
 		}
@@ -206,10 +223,10 @@ func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*Impa
 	a.link = &ImpairedLink{}
 	err := RunIn(a.ns, func() error {
 		var err error
-		if a.link.a, err = relaySocketFor(a.port, uint16(unix.ETH_P_ARP)); err != nil {
+		if a.link.a, err = relaySocketFor(a.port, neighbourFrames); err != nil {
 			return err
 		}
-		if a.link.b, err = relaySocketFor(a.in, uint16(unix.ETH_P_ARP)); err != nil {
+		if a.link.b, err = relaySocketFor(a.in, neighbourFrames); err != nil {
 			_ = a.link.a.Close()
 			return err
 		}
@@ -223,7 +240,7 @@ func (h *Harness) ImpairARP(ctx context.Context, n *Node, imp Impairment) (*Impa
 	return a, nil
 }
 
-// Stop ends the impairment, restores the bridge and reports how many ARP frames the relay
+// Stop ends the impairment, restores the bridge and reports how many frames the relay
 // passed and dropped.
 func (a *ImpairedARP) Stop(ctx context.Context) (relayed, dropped int, err error) {
 	if a.link != nil {

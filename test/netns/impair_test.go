@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ndp"
 
 	garp "github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -82,6 +84,99 @@ func TestImpairARP(t *testing.T) {
 		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
 	}
 	if relayed < answered || relayed == 0 {
+		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
+	}
+}
+
+// TestImpairNDP is TestImpairARP for IPv6: the node's neighbour advertisements pass the
+// relay, each at least the impairment's delay late. (Before, the relay passed only ARP, and
+// the bench's IPv6 ARP-impaired rows would have impaired nothing.)
+func TestImpairNDP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", VIP6: netip.MustParseAddr("2001:2::100")})
+	impaired, asker := h.Nodes()[0], h.Nodes()[1]
+	const delay = 40 * time.Millisecond
+	const asks = 10
+	imp, err := h.ImpairARP(ctx, impaired, netns.Impairment{Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
+
+	target := impaired.IP6()
+	var answered int
+	var fastest, slowest time.Duration
+	err = netns.RunIn(asker.Namespace(), func() error {
+		ifi, err := net.InterfaceByName(netns.Interface)
+		if err != nil {
+			return err
+		}
+		c, _, err := ndp.Listen(ifi, ndp.Global)
+		if err != nil {
+			return fmt.Errorf("NDP socket on %s: %w", asker, err)
+		}
+		defer c.Close()
+		group, err := ndp.SolicitedNodeMulticast(target)
+		if err != nil {
+			return err
+		}
+		ns := &ndp.NeighborSolicitation{TargetAddress: target,
+			Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
+		for i := range asks {
+			start := time.Now()
+			if err := c.WriteTo(ns, nil, group); err != nil {
+				return err
+			}
+			if err := c.SetReadDeadline(start.Add(500 * time.Millisecond)); err != nil {
+				return err
+			}
+			var mac net.HardwareAddr
+			for mac == nil {
+				m, _, _, err := c.ReadFrom()
+				if err != nil {
+					break
+				}
+				if na, ok := m.(*ndp.NeighborAdvertisement); ok && na.TargetAddress == target {
+					for _, o := range na.Options {
+						if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
+							mac = lla.Addr
+						}
+					}
+				}
+			}
+			took := time.Since(start)
+			if mac == nil {
+				t.Errorf("ask %d: no neighbour advertisement from %s within 500ms", i, impaired)
+				continue
+			}
+			if mac.String() != impaired.MAC().String() {
+				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
+			}
+			answered++
+			if answered == 1 || took < fastest {
+				fastest = took
+			}
+			slowest = max(slowest, took)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relayed, dropped, err := imp.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d solicitations answered in %s to %s; the relay passed %d frames and dropped %d",
+		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
+	if answered == 0 {
+		t.Error("no solicitation answered through the relay")
+	}
+	if answered > 0 && fastest < delay {
+		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
+	}
+	if relayed < answered {
 		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
 	}
 }

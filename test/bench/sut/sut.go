@@ -76,6 +76,13 @@ type Rollable interface {
 	Previous(c Cluster, i int, dir string) (Command, error)
 }
 
+// EtcdAware is a system that keeps the VIP off the node whose etcd member leads (ours with
+// the etcd-leader yield on).
+type EtcdAware interface {
+	// KeepsOffEtcdLeader reports whether the system does so in this setup.
+	KeepsOffEtcdLeader() bool
+}
+
 func writeFile(path, content string, mode os.FileMode) error {
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
