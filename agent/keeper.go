@@ -45,11 +45,12 @@ type guard interface {
 // keeper holds the VIP on the NIC while, and only while, the election says this node
 // leads, and never while another host still has it (package timing states the rule). It
 // removes the VIP itself when the term ends; it adds it only after the guard found no
-// other host answering for it; and it refreshes the address's kernel lifetime only until
-// the term's RefreshBy, and once more when a renewal starts (Renewing), so that the VIP of
-// a holder that died or froze runs out by the earliest takeover and the kernel removes it
-// shortly after (package timing): that node serves until a follower can take over, whose
-// guard adds the VIP right after.
+// other host answering for it; and it refreshes the address's kernel lifetime when a
+// renewal starts (Renewing) and, with a lifetime shorter than the lease, on each tick until
+// the term's RefreshBy. The VIP of a holder that died or froze then lapses no earlier than
+// the earliest takeover (with the default lifetime, about V − L after it) and the kernel
+// removes it shortly after (package timing): that node serves until then, and a follower
+// that took over meanwhile adds the VIP once its guard no longer hears it.
 type keeper struct {
 	addr      address
 	announcer announcer
@@ -275,10 +276,10 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 	case probing:
 		return takeoverDue
 	case lapsing:
-		// A refresh now would let the VIP of a holder that dies now outlive the earliest
-		// takeover by more than the kernel's lateness (the next leader's guard would wait
-		// for it); the last refresh runs out by itself unless the next renewal's start
-		// refreshes it (Renewing). Announcements continue.
+		// A refresh now would let the VIP of a holder that dies now outlive its planned
+		// lapse (timing.Lapse; the next leader's guard would wait for it longer); the last
+		// refresh runs out by itself unless the next renewal's start refreshes it (Renewing).
+		// Announcements continue.
 		k.announceLocked(ctx, now)
 	case held:
 		k.refreshLocked(ctx, now)

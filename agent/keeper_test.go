@@ -222,7 +222,8 @@ func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
 				t.Fatalf("the VIP vanished at %v although the leader renews on time", clk.Now())
 			}
 		}
-		// The renewal takes 50ms.
+		// The renewal refreshes the VIP as it starts (OnRenewing) and takes 50ms.
+		k.Renewing()
 		clk.Step(50 * time.Millisecond)
 		k.Leading(termAt(renewAt), false)
 	}
@@ -233,10 +234,15 @@ func TestRemovedByHandComesBack(t *testing.T) {
 	k.Leading(termAt(clk.Now()), true)
 	advance(k, clk, 2*time.Second)
 	k.Leading(termAt(clk.Now()), false)
-	before := len(ann.rounds)
 	addr.present = false // somebody ran `ip addr del`
+	// Back at the next refresh: a tick inside RefreshBy, else the next renewal's start.
 	clk.Step(100 * time.Millisecond)
+	before := len(ann.rounds)
 	k.reconcile(context.Background())
+	if !addr.present {
+		before = len(ann.rounds)
+		k.Renewing()
+	}
 	if !addr.present {
 		t.Fatal("the VIP was not re-added")
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestKeeperState takes each state of the keeper once, with the default timings (D =
-// 1360 ms, RefreshBy = L − lifetime = 470 ms); times are milliseconds after the term's start.
+// 1360 ms, RefreshBy = max(0, L − lifetime) = 0: a 2 s lifetime outlives the lease, so only
+// the renewal's start refreshes it); times are milliseconds after the term's start.
 func TestKeeperState(t *testing.T) {
 	tm := timing.Defaults()
 	const ms = time.Millisecond

@@ -205,12 +205,15 @@ func TestRepeatedDeletionNoticeDoesNotRestartTheWait(t *testing.T) {
 }
 
 // M3: a write that completes after the term's RefreshBy gives a term in which the VIP
-// cannot be refreshed. The leader must renew again at once rather than a retry period
-// later, or the VIP lapses (and a takeover adds no VIP) for most of a retry period.
+// cannot be refreshed. Where the lifetime is shorter than the lease (the refresh at the
+// write's start does not last until the next renewal), the leader must renew again at once
+// rather than a retry period later, or the VIP lapses (and a takeover adds no VIP) for most
+// of a retry period.
 func TestSlowWriteIsRenewedAtOnce(t *testing.T) {
 	for _, acquiring := range []bool{true, false} {
 		h := newHarness()
 		tm := timing.Defaults()
+		tm.VIPLifetime = time.Second
 		a, rec := h.candidate(t, "node-a", tm)
 		if !acquiring {
 			a.tryAcquireOrRenew(context.Background())
@@ -242,6 +245,23 @@ func TestSlowWriteIsRenewedAtOnce(t *testing.T) {
 		if wait := a.nextWakeup(); wait < tm.RetryPeriod-20*time.Millisecond {
 			t.Fatalf("acquiring=%v: next renewal in %s after a timely one, want about the retry period", acquiring, wait)
 		}
+	}
+}
+
+// With the default lifetime, which outlives the lease, the refresh at the write's start
+// lasts until the next renewal: a slow write (every write completes after RefreshBy = S)
+// keeps the regular pace instead of renewing at once.
+func TestSlowWriteKeepsThePaceWhenTheLifetimeOutlivesTheLease(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, rec := h.candidate(t, "node-a", tm)
+	h.leases.writeDelay = 300 * time.Millisecond
+	a.tryAcquireOrRenew(context.Background())
+	if n := len(rec.terms); n == 0 || !h.clock.Now().After(rec.terms[n-1].RefreshBy) {
+		t.Fatalf("the write did not end past RefreshBy: terms %+v", rec.terms)
+	}
+	if wait := a.nextWakeup(); wait < tm.RetryPeriod-h.leases.writeDelay-20*time.Millisecond {
+		t.Fatalf("next renewal in %s after a slow write, want the regular pace", wait)
 	}
 }
 

@@ -170,8 +170,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	// A write that took longer than the refresh window (an etcd leader change, a loaded
 	// API server) gives a term in which the VIP may not be refreshed; renewing again at
 	// once costs one write and gives a fresh term, instead of a VIP that lapses until the
-	// next regular renewal (a takeover would add no VIP for a whole retry period).
-	e.renewLate = e.clock.Now().After(term.RefreshBy)
+	// next regular renewal (a takeover would add no VIP for a whole retry period). Not
+	// needed where the refresh at the write's start lasts until the next renewal.
+	e.renewLate = e.clock.Now().After(term.RefreshBy) && !e.cfg.Timings.RenewalRefreshLasts()
 	newTerm := !e.leading
 	if newTerm {
 		e.leading = true

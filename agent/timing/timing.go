@@ -42,33 +42,41 @@
 // conflict. That hold assumes L2 reachability between the holder and the taker, as the
 // guard does (docs/agent.md, "Holding through an etcd election").
 //
-// The kernel lifetime decides how long a dead or frozen holder's node keeps serving the
-// VIP, and so how long a takeover waits: the holder refreshes it until RefreshBy(S) =
-// S + L − lifetime, so that the last refresh runs out by the kernel's clock at the earliest
-// takeover S + L at the latest, and the kernel removes it KernelExpiryLateness or so after
-// that. Until then that node still answers on the VIP (its kernel replies to ARP, its
-// kube-apiserver runs), and the next leader's guard waits; the VIP is absent on every node
-// only from that removal to the guard's verdict, at most TakeoverSilence +
-// TakeoverProbeInterval. The cost falls on a node that still answers ARP for the VIP but no
-// longer serves (agent and kube-apiserver both dead): its clients wait up to
-// KernelExpiryLateness past the earliest takeover.
+// The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
+// VIP. The leader refreshes it right before each renewal's write (the election's
+// OnRenewing) and, when V is shorter than L, on every keeper tick until RefreshBy(S) =
+// S + max(0, L − V). With the default V = 2 s > L the last refresh of a term is the one at
+// its start, and the VIP of a holder that died or froze lives until about S + V +
+// KernelExpiryLateness (Lapse), past the earliest takeover S + L: the next leader, leading
+// from S + L, waits in its guard while that node answers, and adds the VIP within
+// TakeoverSilence + TakeoverProbeInterval of the removal. While it waits the old node still
+// serves on the VIP (its kernel answers, its kube-apiserver runs), so a crash or freeze of
+// the agent alone costs the guard's verdict, whatever the phase of the term. (With V < L the
+// VIP ran out by S + L and such a crash right after a refresh cost L − V more.)
 //
-// A renewal on the wire: the leader refreshes the VIP once more right before it writes a
-// renewal that starts at s (the election's OnRenewing), past RefreshBy too. The write may
-// commit although the leader dies before it learns so; followers then take over L after s,
-// and the VIP runs out by s + V, L − V before that: a crash with a renewal on the wire costs
-// what a crash right after a completed renewal costs (without the refresh it cost up to R
-// more, the VIP running out by S + L of the term before). If the write never commits, the
-// refresh outlives the term's earliest takeover by s + V − (S + L): R + V − L (0.59 s with
-// the defaults) for a renewal on schedule, at most D + V − L for a retry late in the term.
-// That is the case of a holder that died, above: the next leader's guard waits for it; a
-// living holder removes the VIP at the end of its term as always.
+// The cost of V > L falls on a node that still answers ARP for the VIP but no longer serves
+// (agent and kube-apiserver both dead, the kernel alive): its clients wait until its VIP
+// lapses, up to V + KernelExpiryLateness after its last refresh (2.3 s with the defaults,
+// R + D later for a retry late in a term), instead of about L + KernelExpiryLateness. And the
+// guard probes while the old node answers, about V − L + KernelExpiryLateness (0.8 s) after
+// a crash: ~80 probes, each the start of a run of TakeoverProbes that could all lose their
+// answer; at 2 % independent loss a false "free" has a chance of about 80 · 0.02^4 ≈ 1.3e-5
+// per such takeover (3.5e-5 for a crash during a retry late in the term).
 //
-// Continuity: the last refresh before RefreshBy (at most KeeperTick earlier) must last,
-// less KernelExpiryEarliness, until the next renewal (RetryPeriod after S) has started and
-// refreshed it again, with MinRenewBudget to spare: L ≥ R + KeeperTick +
-// KernelExpiryEarliness + MinRenewBudget = R + 0.22 s. With renewals at most once a second the living holder's
-// rule, L > D + ActiveRemovalLateness, and the room for a slow write, D − R, bind first.
+// A renewal on the wire: the refresh at the start s of the write outlives the write: should
+// the write commit and the leader die before it learns so, followers take over at s + L and
+// the VIP runs out at s + V, after that (the guard waits for it). If the write never commits,
+// the refresh outlives the term's earliest takeover by s + V − (S + L): at most D + V − L
+// for a retry late in the term. Both are the case of a holder that died, above; a living
+// holder removes the VIP at the end of its term as always.
+//
+// Continuity: the last regular refresh of a term, at its start or at most KeeperTick before
+// RefreshBy, must last, less KernelExpiryEarliness, until the next renewal (RetryPeriod
+// after S) has started and refreshed it again, with MinRenewBudget to spare: max(0, L − V −
+// KeeperTick) + V ≥ R + KernelExpiryEarliness + MinRenewBudget, that is L ≥ R + 0.22 s
+// while V < L − KeeperTick and V ≥ R + 0.12 s beyond. With renewals at most once a second the
+// living holder's rule, L > D + ActiveRemovalLateness, and the room for a slow write, D − R,
+// bind first.
 package timing
 
 import (
@@ -105,7 +113,7 @@ const (
 	// adds its scheduling delay. test/integration/vip TestKernelLifetimeExpiry measures it:
 	// at worst 216 to 404 ms, by the run, on the 2-core machine this project is tested on.
 	// The refresh schedule does not subtract it (RefreshBy): a dead holder's node keeps
-	// answering on the VIP for about this long after the earliest takeover, and the next
+	// answering on the VIP for about this long after its lifetime ran out, and the next
 	// leader's guard adds the VIP right after. It is not a safety bound: a later kernel
 	// only makes the guard wait longer. Lapse uses it.
 	KernelExpiryLateness = 300 * time.Millisecond
@@ -119,9 +127,6 @@ const (
 	ActiveRemovalLateness = 100 * time.Millisecond
 	// KeeperTick is the interval at which the keeper refreshes the VIP and checks the term.
 	KeeperTick = 100 * time.Millisecond
-	// MinRefreshWindow is the least time a leader must have, after the start of a
-	// renewal, to refresh the VIP's lifetime safely (RefreshBy).
-	MinRefreshWindow = 100 * time.Millisecond
 	// MinRenewBudget is the least time the continuity rule leaves between the next renewal's
 	// due time and the end of the VIP's last regular refresh: the election's timer and the
 	// refresh at the renewal's start must fit in it (the write may then take up to a
@@ -177,14 +182,15 @@ type Timings struct {
 // of the local etcd member's metrics = 0.99/s; docs/agent.md); SlowWriteRoom separates it
 // from RenewDeadline, and LeaseDuration exceeds that by ActiveRemovalLateness and 10 ms, as
 // the living holder's rule of Problems requires. The continuity rule then has 190 ms to
-// spare.
+// spare. VIPLifetime outlives LeaseDuration, so that the VIP of an agent that died or froze
+// stays on its node until the next leader's guard takes over (package doc).
 func Defaults() Timings {
 	const retry = 1060 * time.Millisecond
 	return Timings{
 		LeaseDuration: retry + SlowWriteRoom + ActiveRemovalLateness + 10*time.Millisecond,
 		RenewDeadline: retry + SlowWriteRoom,
 		RetryPeriod:   retry,
-		VIPLifetime:   time.Second,
+		VIPLifetime:   2 * time.Second,
 	}
 }
 
@@ -194,9 +200,10 @@ type Term struct {
 	Start time.Time
 	// End is when the term ends unless renewed (S + D): the leader removes the VIP then.
 	End time.Time
-	// RefreshBy is the latest moment at which a refresh of the VIP's kernel lifetime may
-	// complete: an address refreshed by then runs out, by the kernel's clock, by the
-	// earliest takeover (S + L − lifetime).
+	// RefreshBy is the latest moment at which the keeper's regular refresh of the VIP's
+	// kernel lifetime may complete (S + max(0, L − V)): with V < L, an address refreshed by
+	// then runs out by the earliest takeover; with V ≥ L only the refresh at the start of
+	// each renewal keeps it, so that a dead holder's VIP lapses as early as it can.
 	RefreshBy time.Time
 	// EarliestTakeover is the earliest moment at which a follower can take the Lease
 	// over (S + L).
@@ -208,7 +215,7 @@ func (t Timings) TermFrom(start time.Time) Term {
 	return Term{
 		Start:            start,
 		End:              start.Add(t.RenewDeadline),
-		RefreshBy:        start.Add(t.LeaseDuration - t.VIPLifetime),
+		RefreshBy:        start.Add(max(0, t.LeaseDuration-t.VIPLifetime)),
 		EarliestTakeover: start.Add(t.LeaseDuration),
 	}
 }
@@ -233,12 +240,19 @@ func (t Timings) LatestHold(term Term) time.Time {
 
 // Lapse is when the kernel is expected to have removed the VIP of a holder that died or
 // froze in the term with no renewal on the wire: its last refresh, by RefreshBy, plus the
-// lifetime and KernelExpiryLateness, that is S + L + KernelExpiryLateness. Until then that
-// node still serves on the VIP, and the next leader's guard, which probes from S + L on,
-// waits for it. A renewal that started at s and never committed moves it to s + V +
+// lifetime and KernelExpiryLateness, that is S + max(L, V) + KernelExpiryLateness. Until
+// then that node still serves on the VIP, and the next leader's guard, which probes from
+// S + L on, waits for it. A renewal that started at s and never committed moves it to s + V +
 // KernelExpiryLateness (package doc, "A renewal on the wire").
 func (t Timings) Lapse(term Term) time.Time {
 	return term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
+}
+
+// RenewalRefreshLasts reports whether the refresh at the start of a renewal alone keeps the
+// VIP until the next renewal has refreshed it (V covers R, KernelExpiryEarliness and
+// MinRenewBudget): a write that completes after RefreshBy then needs no renewal at once.
+func (t Timings) RenewalRefreshLasts() bool {
+	return t.VIPLifetime-KernelExpiryEarliness >= t.RetryPeriod+MinRenewBudget
 }
 
 // Field names the timing a Problem is about.
@@ -283,16 +297,17 @@ func (t Timings) Problems() []Problem {
 			fmt.Sprintf("must exceed the renew deadline (%s) by more than %s, so that the leader removes the VIP before any follower can take over",
 				t.RenewDeadline, ActiveRemovalLateness)})
 	}
-	if window := term.RefreshBy.Sub(term.Start); window < MinRefreshWindow {
-		out = append(out, Problem{FieldVIPLifetime, t.VIPLifetime,
-			fmt.Sprintf("must be at most the lease duration (%s) less %s, so that the leader can refresh the VIP early enough for it to run out by the earliest takeover",
-				t.LeaseDuration, MinRefreshWindow)})
-	}
-	// Continuity: the last refresh (at most a keeper tick before RefreshBy) must last until
-	// the next renewal, RetryPeriod after the start of this one, has refreshed it. Checked
-	// only when the rules above hold, so that one mistake gives one message.
+	// Continuity: the last regular refresh (at the start of the term, or at most a keeper
+	// tick before RefreshBy) must last until the next renewal, RetryPeriod after the start
+	// of this one, has refreshed it. Checked only when the rules above hold, so that one
+	// mistake gives one message. (A lifetime that outlives the lease needs no rule of its
+	// own: the next leader's guard waits for a dead holder's VIP; package doc.)
 	if len(out) == 0 {
-		lapse := term.RefreshBy.Add(-KeeperTick + t.VIPLifetime - KernelExpiryEarliness)
+		lastRefresh := term.RefreshBy.Add(-KeeperTick)
+		if lastRefresh.Before(term.Start) {
+			lastRefresh = term.Start
+		}
+		lapse := lastRefresh.Add(t.VIPLifetime - KernelExpiryEarliness)
 		if budget := lapse.Sub(term.Start.Add(t.RetryPeriod)); budget < MinRenewBudget {
 			out = append(out, Problem{FieldRetryPeriod, t.RetryPeriod,
 				fmt.Sprintf("must be at most %s, so that a renewal can refresh the VIP before it expires",

@@ -21,17 +21,16 @@ func TestProblems(t *testing.T) {
 		mutate func(*Timings)
 		field  Field
 	}{
-		"retry not below renew":    {func(t *Timings) { t.RetryPeriod = 1500 * time.Millisecond }, FieldRenewDeadline},
-		"renew not below lease":    {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
-		"fractional lifetime":      {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
-		"lifetime fills the lease": {func(t *Timings) { t.VIPLifetime = 2 * time.Second }, FieldVIPLifetime},
-		"no refresh window": {func(t *Timings) {
-			t.LeaseDuration, t.RenewDeadline, t.RetryPeriod = 1050*time.Millisecond, 900*time.Millisecond, 500*time.Millisecond
-		}, FieldVIPLifetime},
-		"renewal misses the tick": {func(t *Timings) { t.RetryPeriod = 1350 * time.Millisecond }, FieldRetryPeriod},
+		"retry not below renew": {func(t *Timings) { t.RetryPeriod = 1500 * time.Millisecond }, FieldRenewDeadline},
+		"renew not below lease": {func(t *Timings) { t.LeaseDuration = time.Second }, FieldLeaseDuration},
+		"fractional lifetime":   {func(t *Timings) { t.VIPLifetime = 1500 * time.Millisecond }, FieldVIPLifetime},
+		"lifetime too short for the renewals": {func(t *Timings) {
+			t.VIPLifetime, t.RetryPeriod = time.Second, 1300*time.Millisecond
+		}, FieldRetryPeriod},
+		"renewal misses the tick": {func(t *Timings) { t.VIPLifetime, t.RetryPeriod = time.Second, 1350*time.Millisecond }, FieldRetryPeriod},
 		"zero retry":              {func(t *Timings) { t.RetryPeriod = 0 }, FieldRetryPeriod},
 		"no takeover margin":      {func(t *Timings) { t.LeaseDuration = t.RenewDeadline + time.Millisecond }, FieldLeaseDuration},
-		"no time to renew":        {func(t *Timings) { t.RetryPeriod = 1280 * time.Millisecond }, FieldRetryPeriod},
+		"no time to renew":        {func(t *Timings) { t.VIPLifetime, t.RetryPeriod = time.Second, 1280*time.Millisecond }, FieldRetryPeriod},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tm := Defaults()
@@ -49,11 +48,12 @@ func TestProblems(t *testing.T) {
 
 // TestAcceptedTimingsNeverHaveTwoHolders walks a grid of timings: whatever Problems accepts,
 // the latest moment a living leader can hold the VIP (active removal) is not after the
-// earliest takeover; the last refresh runs out, by the kernel's clock, by the earliest
-// takeover, and the kernel is expected to remove it no earlier (so a dead holder's node
-// serves until a follower can take over, whose guard then waits for the removal); the
-// refresh window is not empty; and the last refresh lasts until the next renewal has had
-// MinRenewBudget.
+// earliest takeover; a lifetime shorter than the lease runs out, by the kernel's clock, by
+// the earliest takeover, and one that is not starts at the term's start (so the dead
+// holder's VIP lapses as early as the lifetime allows); the kernel is expected to remove it
+// no earlier than the earliest takeover (so a dead holder's node serves until a follower can
+// take over, whose guard then waits for the removal); and the last refresh lasts until the
+// next renewal has had MinRenewBudget.
 func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
 	accepted := 0
 	start := time.Unix(1000, 0)
@@ -70,16 +70,20 @@ func TestAcceptedTimingsNeverHaveTwoHolders(t *testing.T) {
 					if tm.LatestHold(term).After(term.EarliestTakeover) {
 						t.Fatalf("%+v: the VIP may be held until %v, after the earliest takeover %v", tm, tm.LatestHold(term), term.EarliestTakeover)
 					}
-					if runsOut := term.RefreshBy.Add(tm.VIPLifetime); runsOut.After(term.EarliestTakeover) {
+					if runsOut := term.RefreshBy.Add(tm.VIPLifetime); tm.VIPLifetime < l && runsOut.After(term.EarliestTakeover) {
 						t.Fatalf("%+v: the last refresh runs out at %v, after the earliest takeover %v", tm, runsOut, term.EarliestTakeover)
+					}
+					if tm.VIPLifetime >= l && !term.RefreshBy.Equal(term.Start) {
+						t.Fatalf("%+v: a lifetime that outlives the lease is refreshed until %v, want only at the start %v", tm, term.RefreshBy, term.Start)
 					}
 					if tm.Lapse(term).Before(term.EarliestTakeover) {
 						t.Fatalf("%+v: a dead leader's VIP is expected to lapse at %v, before the earliest takeover %v", tm, tm.Lapse(term), term.EarliestTakeover)
 					}
-					if term.RefreshBy.Sub(term.Start) < MinRefreshWindow {
-						t.Fatalf("%+v: refresh window %s", tm, term.RefreshBy.Sub(term.Start))
+					lastRefresh := term.RefreshBy.Add(-KeeperTick)
+					if lastRefresh.Before(term.Start) {
+						lastRefresh = term.Start
 					}
-					earliestLapse := term.RefreshBy.Add(-KeeperTick + tm.VIPLifetime - KernelExpiryEarliness)
+					earliestLapse := lastRefresh.Add(tm.VIPLifetime - KernelExpiryEarliness)
 					if earliestLapse.Before(term.Start.Add(tm.RetryPeriod + MinRenewBudget)) {
 						t.Fatalf("%+v: the last refresh may lapse at %v, before the next renewal had %s", tm, earliestLapse, MinRenewBudget)
 					}

@@ -31,8 +31,8 @@ func TestPodCannotHoldVIP(t *testing.T) {
 		want  bool
 	}{
 		{"running pod", &corev1.Pod{}, time.Hour, false},
-		{"within grace and lease", pod(), 6 * time.Second, false},
-		{"after grace and default lease", pod(), 6800 * time.Millisecond, true},
+		{"within grace and VIP lifetime", pod(), 6800 * time.Millisecond, false},
+		{"after grace and default VIP lifetime", pod(), 7100 * time.Millisecond, true},
 		{"longer configured lease", pod("--lease-duration=30s"), 20 * time.Second, false},
 		{"after longer configured lease", pod("--lease-duration=30s"), 36 * time.Second, true},
 		{"longer VIP lifetime", pod("--vip-lifetime=10s"), 12 * time.Second, false},
@@ -67,9 +67,9 @@ func TestDeleteStuckPod(t *testing.T) {
 	if err != nil || gone {
 		t.Fatalf("Delete right after the pod's deletion = %v, %v; want not gone", gone, err)
 	}
-	clock.SetTime(now.Add(7 * time.Second))
+	clock.SetTime(now.Add(8 * time.Second))
 	gone, err = d.Delete(ctx, "kube-system")
 	if err != nil || !gone {
-		t.Fatalf("Delete after grace period and lease duration = %v, %v; want gone", gone, err)
+		t.Fatalf("Delete after grace period and VIP lifetime = %v, %v; want gone", gone, err)
 	}
 }

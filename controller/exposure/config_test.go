@@ -98,7 +98,7 @@ func TestValidate(t *testing.T) {
 		{"floating ip with internal only", v1alpha1.ExposureConfig{FloatingIP: new("198.19.0.5"), InternalOnly: new(true)}, []string{"spec.providerConfig.floatingIP"}},
 		{"retry not below renew", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RetryPeriod: d("1.5s")}}, []string{"spec.providerConfig.agent.renewDeadline"}},
 		{"renew not below lease", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{RenewDeadline: d("1.4s"), LeaseDuration: d("1.4s")}}, []string{"spec.providerConfig.agent.leaseDuration"}},
-		{"lifetime fills the term", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{VIPLifetime: d("2s")}}, []string{"spec.providerConfig.agent.vipLifetime"}},
+		{"lifetime lapses before a renewal", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{VIPLifetime: d("1s"), RetryPeriod: d("1.3s")}}, []string{"spec.providerConfig.agent.retryPeriod"}},
 		{"lifetime fraction", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{VIPLifetime: d("1500ms")}}, []string{"spec.providerConfig.agent.vipLifetime"}},
 		{"negative", v1alpha1.ExposureConfig{Agent: &v1alpha1.AgentConfig{ARPInterval: d("-1s"), HealthCheck: &v1alpha1.HealthCheck{FailureThreshold: new(int32(0))}}}, []string{"spec.providerConfig.agent.arpInterval", "spec.providerConfig.agent.healthCheck.failureThreshold"}},
 	} {
