@@ -97,7 +97,8 @@ type AgentConfig struct {
 	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
 	// VIPLifetime is the kernel lifetime (valid_lft) of the virtual IP on the leader's NIC,
 	// in whole seconds; the leader refreshes it while it holds the Lease, so that the
-	// address expires on its own when the agent stops. Default: 1s.
+	// address expires on its own when the agent stops; longer than the lease duration, so
+	// that a dead agent's node serves until the next leader takes over. Default: 2s.
 	// +optional
 	VIPLifetime *metav1.Duration `json:"vipLifetime,omitempty"`
 	// ARPInterval is the interval of the gratuitous ARP refresh while leader (after the
