@@ -7,4 +7,4 @@ package framework
 // PreviousRelease is the commit of the last landed release, whose agent the version-skew
 // test rolls from (a branch name such as main would name this very tree once it lands).
 // Move it forward when a release lands.
-const PreviousRelease = "befa0b46b81df6b53a4886e463665ad091590754"
+const PreviousRelease = "dc76af36adbfe2abe22235045fe94125b4e63627"
