@@ -37,8 +37,7 @@ func TestImpairARP(t *testing.T) {
 	}
 	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
 
-	var answered int
-	var fastest, slowest time.Duration
+	var tally relayTally
 	err = netns.RunIn(asker.Namespace(), func() error {
 		ifi, err := net.InterfaceByName(netns.Interface)
 		if err != nil {
@@ -49,42 +48,67 @@ func TestImpairARP(t *testing.T) {
 			return fmt.Errorf("ARP client on %s: %w", asker, err)
 		}
 		defer c.Close()
-		for i := range asks {
-			start := time.Now()
-			if err := c.SetDeadline(start.Add(500 * time.Millisecond)); err != nil {
-				return err
+		tally.ask(t, asks, impaired, func(deadline time.Time) (net.HardwareAddr, error) {
+			if err := c.SetDeadline(deadline); err != nil {
+				return nil, err
 			}
-			mac, err := c.Resolve(impaired.IP())
-			took := time.Since(start)
-			if err != nil {
-				t.Errorf("ask %d: no answer from %s within 500ms: %v", i, impaired, err)
-				continue
-			}
-			if mac.String() != impaired.MAC().String() {
-				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
-			}
-			answered++
-			if answered == 1 || took < fastest {
-				fastest = took
-			}
-			slowest = max(slowest, took)
-		}
+			return c.Resolve(impaired.IP())
+		})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	tally.checkRelayed(ctx, t, imp, delay)
+}
+
+// relayTally counts the answers a node gave through the impairment relay and how late they came.
+type relayTally struct {
+	asked, answered  int
+	fastest, slowest time.Duration
+}
+
+// ask asks n times, each answer due within 500ms from node's MAC.
+func (r *relayTally) ask(t *testing.T, n int, node *netns.Node, resolve func(deadline time.Time) (net.HardwareAddr, error)) {
+	t.Helper()
+	for i := range n {
+		r.asked++
+		start := time.Now()
+		mac, err := resolve(start.Add(500 * time.Millisecond))
+		took := time.Since(start)
+		if err != nil {
+			t.Errorf("ask %d: no answer from %s within 500ms: %v", i, node, err)
+			continue
+		}
+		if mac.String() != node.MAC().String() {
+			t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, node, node.MAC())
+		}
+		r.answered++
+		if r.answered == 1 || took < r.fastest {
+			r.fastest = took
+		}
+		r.slowest = max(r.slowest, took)
+	}
+}
+
+// checkRelayed stops the relay and fails the test unless the answers passed it: some came, none
+// sooner than the delay, and the relay counted at least one frame for each.
+func (r *relayTally) checkRelayed(ctx context.Context, t *testing.T, imp *netns.ImpairedARP, delay time.Duration) {
+	t.Helper()
 	relayed, dropped, err := imp.Stop(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d of %d asks answered in %s to %s; the relay passed %d ARP frames and dropped %d",
-		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
-	if answered > 0 && fastest < delay {
-		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
+	t.Logf("%d of %d asks answered in %s to %s; the relay passed %d frames and dropped %d",
+		r.answered, r.asked, r.fastest.Round(time.Millisecond), r.slowest.Round(time.Millisecond), relayed, dropped)
+	if r.answered == 0 {
+		t.Error("no ask answered through the relay")
 	}
-	if relayed < answered || relayed == 0 {
-		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
+	if r.answered > 0 && r.fastest < delay {
+		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", r.fastest, delay)
+	}
+	if relayed < r.answered {
+		t.Errorf("the relay passed %d frames for %d answers", relayed, r.answered)
 	}
 }
 
@@ -105,8 +129,7 @@ func TestImpairNDP(t *testing.T) {
 	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
 
 	target := impaired.IP6()
-	var answered int
-	var fastest, slowest time.Duration
+	var tally relayTally
 	err = netns.RunIn(asker.Namespace(), func() error {
 		ifi, err := net.InterfaceByName(netns.Interface)
 		if err != nil {
@@ -123,62 +146,33 @@ func TestImpairNDP(t *testing.T) {
 		}
 		ns := &ndp.NeighborSolicitation{TargetAddress: target,
 			Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
-		for i := range asks {
-			start := time.Now()
+		tally.ask(t, asks, impaired, func(deadline time.Time) (net.HardwareAddr, error) {
 			if err := c.WriteTo(ns, nil, group); err != nil {
-				return err
+				return nil, err
 			}
-			if err := c.SetReadDeadline(start.Add(500 * time.Millisecond)); err != nil {
-				return err
+			if err := c.SetReadDeadline(deadline); err != nil {
+				return nil, err
 			}
-			var mac net.HardwareAddr
-			for mac == nil {
+			for {
 				m, _, _, err := c.ReadFrom()
 				if err != nil {
-					break
+					return nil, err
 				}
 				if na, ok := m.(*ndp.NeighborAdvertisement); ok && na.TargetAddress == target {
 					for _, o := range na.Options {
 						if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
-							mac = lla.Addr
+							return lla.Addr, nil
 						}
 					}
 				}
 			}
-			took := time.Since(start)
-			if mac == nil {
-				t.Errorf("ask %d: no neighbour advertisement from %s within 500ms", i, impaired)
-				continue
-			}
-			if mac.String() != impaired.MAC().String() {
-				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
-			}
-			answered++
-			if answered == 1 || took < fastest {
-				fastest = took
-			}
-			slowest = max(slowest, took)
-		}
+		})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	relayed, dropped, err := imp.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d of %d solicitations answered in %s to %s; the relay passed %d frames and dropped %d",
-		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
-	if answered == 0 {
-		t.Error("no solicitation answered through the relay")
-	}
-	if answered > 0 && fastest < delay {
-		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
-	}
-	if relayed < answered {
-		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
-	}
+	tally.checkRelayed(ctx, t, imp, delay)
 }
 
 // TestGuardOverImpairedARP is the bench's ARP-impaired crash on the bench's own path (the
