@@ -288,7 +288,7 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)
 	case running:
 		// Deleted out of band: the agents may not create it (see role); Deploy does.
-		return nil, fmt.Errorf("Lease %s/%s of the running agents: %w", namespace, names.lease, ErrLeaseMissing)
+		return nil, fmt.Errorf("%w: %s/%s, while its DaemonSet runs", ErrLeaseMissing, namespace, names.lease)
 	}
 	return status, nil
 }
