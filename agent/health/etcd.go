@@ -108,23 +108,21 @@ func (e *EtcdLeader) Yield(leading bool) bool {
 // FollowerPeriod, since its last read as a follower may predate the etcd election that a
 // failover brings.
 func (e *EtcdLeader) Run(ctx context.Context) {
-	var last time.Time // zero: read at once
-	confirmNext, wasLeading, fresh := false, false, false
+	var last, next time.Time // next zero: read at once
+	var confirmNext, wasLeading bool
 	for {
-		leading := e.cfg.Leading()
-		fresh = fresh || (leading && !wasLeading)
-		wasLeading = leading
-		now := e.cfg.Clock.Now()
-		if last.IsZero() || !now.Before(last.Add(e.interval(leading && !fresh, confirmNext))) {
-			last = now
-			confirmNext = e.readOnce(ctx)
-			fresh = fresh && !leading
+		if leading := e.cfg.Leading(); leading != wasLeading {
+			// Either way the last read predates this state: the next is due as a follower's.
+			next, wasLeading = last.Add(e.interval(false, confirmNext)), leading
 		}
-		next := last.Add(e.interval(leading && !fresh, confirmNext)).Sub(e.cfg.Clock.Now())
+		if now := e.cfg.Clock.Now(); !now.Before(next) {
+			last, confirmNext = now, e.readOnce(ctx)
+			next = last.Add(e.interval(wasLeading, confirmNext))
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.cfg.Clock.After(max(0, min(leadingPoll, next))):
+		case <-e.cfg.Clock.After(max(0, min(leadingPoll, next.Sub(e.cfg.Clock.Now())))):
 		}
 	}
 }

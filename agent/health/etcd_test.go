@@ -151,6 +151,18 @@ func TestEtcdReadsFollowTheLeadingState(t *testing.T) {
 	if got := reads.Load(); got < 2 {
 		t.Fatalf("%d reads 2.5s after the node stopped leading (FollowerPeriod 2s), want a second one", got)
 	}
+	// One that starts leading reads once more at FollowerPeriod (its last read as a follower may
+	// predate the etcd election a failover brings), then at Period.
+	before := reads.Load()
+	leading.Store(true)
+	advance(2500 * time.Millisecond)
+	if got := reads.Load(); got != before+1 {
+		t.Fatalf("%d reads 2.5s after the node started leading (FollowerPeriod 2s), want %d", got, before+1)
+	}
+	advance(3 * time.Second)
+	if got := reads.Load(); got != before+1 {
+		t.Fatalf("%d reads 3s after that read while leading (Period 20s), want %d", got, before+1)
+	}
 }
 
 func waitWaiter(t *testing.T, clk *testingclock.FakeClock) {

@@ -6,6 +6,7 @@ package agentrollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -252,8 +253,8 @@ func (d *Deployer) present(ctx context.Context, namespace string, names objectNa
 
 // Status reports the DaemonSet's desired and ready pods and the holder of the Lease of the
 // implementation that runs (upstream kube-vip's when its DaemonSet exists, else
-// kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error; a
-// missing Lease of a running DaemonSet is created again. The holder is the Lease's
+// kube-vip-agent's). A missing DaemonSet or Lease gives zero values, not an error, but a
+// missing Lease of a running DaemonSet gives ErrLeaseMissing. Status writes nothing. The holder is the Lease's
 // holderIdentity as written by the agents; an expired Lease keeps its last holder (see
 // fillHolder for when the holder counts as ready).
 func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error) {
@@ -286,14 +287,15 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)
 	case running:
-		// Deleted out of band. The agents may not create it (see role), so it comes back
-		// here, on the next agent refresh, not only at the next full reconciliation.
-		if err := d.client.Apply(ctx, names.leaseObject(namespace), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("re-creating Lease %s/%s: %w", namespace, names.lease, err)
-		}
+		// Deleted out of band: the agents may not create it (see role); Deploy does.
+		return nil, fmt.Errorf("%w: %s/%s, while its DaemonSet runs", ErrLeaseMissing, namespace, names.lease)
 	}
 	return status, nil
 }
+
+// ErrLeaseMissing is Status's error when the Lease of a running DaemonSet is gone: nobody can
+// hold the VIP until Deploy creates it again.
+var ErrLeaseMissing = errors.New("the agents' Lease is missing")
 
 // podCannotHoldVIP tells whether a terminating agent pod can no longer hold the VIP, even
 // if its node is unreachable and the pod object is never removed. A pod's

@@ -6,6 +6,7 @@ package exposure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -219,6 +221,10 @@ func (a *Actuator) awaitFrontDoor(ctx context.Context, log logr.Logger, exp *ext
 	)
 	err := wait.PollUntilContextTimeout(ctx, frontDoorPollInterval, a.opts.FrontDoorWait, true, func(ctx context.Context) (bool, error) {
 		s, err := a.checkFrontDoor(ctx, exp, status)
+		if errors.Is(err, agentrollout.ErrLeaseMissing) {
+			// Nobody can hold the VIP before the deploy step creates the Lease again.
+			return false, err
+		}
 		if err != nil {
 			// A failed read is one more check that did not succeed; the wait is bounded.
 			log.V(1).Info("Could not check the front door", "error", err.Error())

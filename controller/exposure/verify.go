@@ -6,6 +6,7 @@ package exposure
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 )
 
 // verificationRequests remembers the exposures whose next reconciliation must read
@@ -53,7 +56,8 @@ func (v *verificationRequests) take(uid types.UID) bool {
 // and the front door (RefreshAgent: Kubernetes reads, no OpenStack call, no change of the
 // last operation), and once the verify interval has passed Gardener's reconciler runs and
 // the actuator reads OpenStack back, so that drift (a deleted port, a disassociated
-// floating IP, a lost pair) is found and repaired without an outside trigger.
+// floating IP, a lost pair) is found and repaired without an outside trigger. A refresh that
+// finds the agents' Lease deleted runs the reconciliation at once, to deploy it again.
 type verifyingReconciler struct {
 	inner    reconcile.Reconciler
 	reader   client.Reader
@@ -73,10 +77,14 @@ func (r *verifyingReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		r.actuator.verifications.request(exp.UID)
 	}
 	if !annotated && r.actuator.refreshOnly(exp) {
-		if err := r.actuator.RefreshAgent(ctx, log.FromContext(ctx), exp); err != nil {
-			return reconcile.Result{}, err
+		err := r.actuator.RefreshAgent(ctx, log.FromContext(ctx), exp)
+		if !errors.Is(err, agentrollout.ErrLeaseMissing) {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: r.actuator.nextCheck(exp)}, nil
 		}
-		return reconcile.Result{RequeueAfter: r.actuator.nextCheck(exp)}, nil
+		// The refresh only reads; the reconciliation's deploy step creates the Lease again.
 	}
 	result, err := r.inner.Reconcile(ctx, req)
 	if err != nil || !result.IsZero() || exp.DeletionTimestamp != nil {

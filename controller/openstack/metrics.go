@@ -5,6 +5,7 @@
 package openstack
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -151,6 +152,18 @@ func (s Snapshot) Sub(earlier Snapshot) Snapshot {
 		}
 	}
 	return d
+}
+
+// Add returns the calls of both snapshots together, e.g. of two controller processes.
+func (s Snapshot) Add(other Snapshot) Snapshot {
+	sum := maps.Clone(s)
+	if sum == nil {
+		sum = Snapshot{}
+	}
+	for k, v := range other {
+		sum[k] += v
+	}
+	return sum
 }
 
 // Total is the number of calls in the snapshot.

@@ -46,3 +46,23 @@ func TestSnapshotOfScrapedCounter(t *testing.T) {
 		t.Errorf("writes %d, want 1", got.Writes())
 	}
 }
+
+// Two processes' calls sum per operation, and neither snapshot changes.
+func TestSnapshotAdd(t *testing.T) {
+	a := Snapshot{"network GET ports": 4, "network PUT ports": 1}
+	b := Snapshot{"network GET ports": 2, "identity POST auth/tokens": 1}
+	got := a.Add(b)
+	want := Snapshot{"network GET ports": 6, "network PUT ports": 1, "identity POST auth/tokens": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("%v.Add(%v) = %v, want %v", a, b, got, want)
+	}
+	if a["network GET ports"] != 4 || len(a) != 2 || b["network GET ports"] != 2 || len(b) != 2 {
+		t.Errorf("Add changed its operands: %v, %v", a, b)
+	}
+	if back := got.Sub(b); !maps.Equal(back, a) {
+		t.Errorf("the sum less %v is %v, want %v", b, back, a)
+	}
+	if empty := (Snapshot(nil)).Add(b); !maps.Equal(empty, b) {
+		t.Errorf("nothing plus %v is %v", b, empty)
+	}
+}

@@ -25,96 +25,45 @@ import (
 // ARP-impaired scenarios rest on this: a relay that passes nothing turns "40 ms late, 2 %
 // lost" into "all lost".)
 func TestImpairARP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-"})
-	impaired, asker := h.Nodes()[0], h.Nodes()[1]
-	const delay = 40 * time.Millisecond
-	const asks = 10
-	imp, err := h.ImpairARP(ctx, impaired, netns.Impairment{Delay: delay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
-
-	var answered int
-	var fastest, slowest time.Duration
-	err = netns.RunIn(asker.Namespace(), func() error {
+	r := newRelayCheck(t, netns.Options{Prefix: "kvt-"})
+	err := netns.RunIn(r.asker.Namespace(), func() error {
 		ifi, err := net.InterfaceByName(netns.Interface)
 		if err != nil {
 			return err
 		}
 		c, err := arp.Dial(ifi)
 		if err != nil {
-			return fmt.Errorf("ARP client on %s: %w", asker, err)
+			return fmt.Errorf("ARP client on %s: %w", r.asker, err)
 		}
 		defer c.Close()
-		for i := range asks {
-			start := time.Now()
-			if err := c.SetDeadline(start.Add(500 * time.Millisecond)); err != nil {
-				return err
+		r.ask(t, func(deadline time.Time) (net.HardwareAddr, error) {
+			if err := c.SetDeadline(deadline); err != nil {
+				return nil, err
 			}
-			mac, err := c.Resolve(impaired.IP())
-			took := time.Since(start)
-			if err != nil {
-				t.Errorf("ask %d: no answer from %s within 500ms: %v", i, impaired, err)
-				continue
-			}
-			if mac.String() != impaired.MAC().String() {
-				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
-			}
-			answered++
-			if answered == 1 || took < fastest {
-				fastest = took
-			}
-			slowest = max(slowest, took)
-		}
+			return c.Resolve(r.impaired.IP())
+		})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	relayed, dropped, err := imp.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d of %d asks answered in %s to %s; the relay passed %d ARP frames and dropped %d",
-		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
-	if answered > 0 && fastest < delay {
-		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
-	}
-	if relayed < answered || relayed == 0 {
-		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
-	}
+	r.checkRelayed(t)
 }
 
 // TestImpairNDP is TestImpairARP for IPv6: the node's neighbour advertisements pass the
 // relay, each at least the impairment's delay late. (Before, the relay passed only ARP, and
 // the bench's IPv6 ARP-impaired rows would have impaired nothing.)
 func TestImpairNDP(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", VIP6: netip.MustParseAddr("2001:2::100")})
-	impaired, asker := h.Nodes()[0], h.Nodes()[1]
-	const delay = 40 * time.Millisecond
-	const asks = 10
-	imp, err := h.ImpairARP(ctx, impaired, netns.Impairment{Delay: delay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _, _ = imp.Stop(context.WithoutCancel(ctx)) }()
-
-	target := impaired.IP6()
-	var answered int
-	var fastest, slowest time.Duration
-	err = netns.RunIn(asker.Namespace(), func() error {
+	r := newRelayCheck(t, netns.Options{Prefix: "kvt-", VIP6: netip.MustParseAddr("2001:2::100")})
+	target := r.impaired.IP6()
+	err := netns.RunIn(r.asker.Namespace(), func() error {
 		ifi, err := net.InterfaceByName(netns.Interface)
 		if err != nil {
 			return err
 		}
 		c, _, err := ndp.Listen(ifi, ndp.Global)
 		if err != nil {
-			return fmt.Errorf("NDP socket on %s: %w", asker, err)
+			return fmt.Errorf("NDP socket on %s: %w", r.asker, err)
 		}
 		defer c.Close()
 		group, err := ndp.SolicitedNodeMulticast(target)
@@ -123,61 +72,106 @@ func TestImpairNDP(t *testing.T) {
 		}
 		ns := &ndp.NeighborSolicitation{TargetAddress: target,
 			Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
-		for i := range asks {
-			start := time.Now()
+		r.ask(t, func(deadline time.Time) (net.HardwareAddr, error) {
 			if err := c.WriteTo(ns, nil, group); err != nil {
-				return err
+				return nil, err
 			}
-			if err := c.SetReadDeadline(start.Add(500 * time.Millisecond)); err != nil {
-				return err
+			if err := c.SetReadDeadline(deadline); err != nil {
+				return nil, err
 			}
-			var mac net.HardwareAddr
-			for mac == nil {
+			for {
 				m, _, _, err := c.ReadFrom()
 				if err != nil {
-					break
+					return nil, err
 				}
 				if na, ok := m.(*ndp.NeighborAdvertisement); ok && na.TargetAddress == target {
 					for _, o := range na.Options {
 						if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
-							mac = lla.Addr
+							return lla.Addr, nil
 						}
 					}
 				}
 			}
-			took := time.Since(start)
-			if mac == nil {
-				t.Errorf("ask %d: no neighbour advertisement from %s within 500ms", i, impaired)
-				continue
-			}
-			if mac.String() != impaired.MAC().String() {
-				t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, impaired, impaired.MAC())
-			}
-			answered++
-			if answered == 1 || took < fastest {
-				fastest = took
-			}
-			slowest = max(slowest, took)
-		}
+		})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	relayed, dropped, err := imp.Stop(ctx)
+	r.checkRelayed(t)
+}
+
+// The relay holds every frame of the impaired node this long; the asker asks this often.
+const (
+	relayDelay = 40 * time.Millisecond
+	relayAsks  = 10
+)
+
+// relayCheck is a LAN whose first node's ARP and NDP frames pass the impairment relay, and
+// the tally of the answers the second node got from it.
+type relayCheck struct {
+	ctx              context.Context
+	impaired, asker  *netns.Node
+	imp              *netns.ImpairedARP
+	asked, answered  int
+	fastest, slowest time.Duration
+}
+
+func newRelayCheck(t *testing.T, opts netns.Options) *relayCheck {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	h := netns.NewForTest(t, opts)
+	r := &relayCheck{ctx: ctx, impaired: h.Nodes()[0], asker: h.Nodes()[1]}
+	var err error
+	if r.imp, err = h.ImpairARP(ctx, r.impaired, netns.Impairment{Delay: relayDelay}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = r.imp.Stop(context.WithoutCancel(ctx)) })
+	return r
+}
+
+// ask asks relayAsks times, each answer due within 500ms from the impaired node's MAC.
+func (r *relayCheck) ask(t *testing.T, resolve func(deadline time.Time) (net.HardwareAddr, error)) {
+	t.Helper()
+	for i := range relayAsks {
+		r.asked++
+		start := time.Now()
+		mac, err := resolve(start.Add(500 * time.Millisecond))
+		took := time.Since(start)
+		if err != nil {
+			t.Errorf("ask %d: no answer from %s within 500ms: %v", i, r.impaired, err)
+			continue
+		}
+		if mac.String() != r.impaired.MAC().String() {
+			t.Errorf("ask %d: answered by %s, want %s's %s", i, mac, r.impaired, r.impaired.MAC())
+		}
+		r.answered++
+		if r.answered == 1 || took < r.fastest {
+			r.fastest = took
+		}
+		r.slowest = max(r.slowest, took)
+	}
+}
+
+// checkRelayed stops the relay and fails the test unless the answers passed it: some came, none
+// sooner than the delay, and the relay counted at least one frame for each.
+func (r *relayCheck) checkRelayed(t *testing.T) {
+	t.Helper()
+	relayed, dropped, err := r.imp.Stop(r.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d of %d solicitations answered in %s to %s; the relay passed %d frames and dropped %d",
-		answered, asks, fastest.Round(time.Millisecond), slowest.Round(time.Millisecond), relayed, dropped)
-	if answered == 0 {
-		t.Error("no solicitation answered through the relay")
+	t.Logf("%d of %d asks answered in %s to %s; the relay passed %d frames and dropped %d",
+		r.answered, r.asked, r.fastest.Round(time.Millisecond), r.slowest.Round(time.Millisecond), relayed, dropped)
+	if r.answered == 0 {
+		t.Error("no ask answered through the relay")
 	}
-	if answered > 0 && fastest < delay {
-		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", fastest, delay)
+	if r.answered > 0 && r.fastest < relayDelay {
+		t.Errorf("an answer came after %s, before the impairment's delay of %s: it bypassed the relay", r.fastest, relayDelay)
 	}
-	if relayed < answered {
-		t.Errorf("the relay passed %d frames for %d answers", relayed, answered)
+	if relayed < r.answered {
+		t.Errorf("the relay passed %d frames for %d answers", relayed, r.answered)
 	}
 }
 

@@ -6,6 +6,7 @@ package agentrollout_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -51,8 +52,8 @@ func asServiceAccount(t *testing.T, ns, sa string) kubernetes.Interface {
 
 // TestAgentLeaseOwnedByController shows, for both implementations, that Deploy creates the
 // agents' Lease and their ServiceAccount may read and update it but create no Lease, that
-// a redeploy leaves the agents' record alone, and that a Lease deleted out of band comes
-// back with the next Status (the controller's agent refresh).
+// a redeploy leaves the agents' record alone, and that a Lease deleted out of band is
+// reported by Status, which writes nothing, and comes back with the next Deploy.
 func TestAgentLeaseOwnedByController(t *testing.T) {
 	ctx, c := setup(t)
 	for _, tc := range []struct {
@@ -112,19 +113,26 @@ func TestAgentLeaseOwnedByController(t *testing.T) {
 				t.Errorf("after a redeploy the Lease names %q for %v s, want node1 for 3 s", h, lease.Spec.LeaseDurationSeconds)
 			}
 
-			// Deleted out of band: the next Status creates it again, unheld.
+			// Deleted out of band: Status reports it and writes nothing; the next Deploy (the
+			// reconciliation the agent refresh then starts) creates it again, unheld.
 			if err := c.Delete(ctx, lease); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := agent.Get(ctx, tc.lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Fatalf("reading the deleted Lease: %v, want NotFound", err)
 			}
-			if _, err := d.Status(ctx, ns); err != nil {
-				t.Fatalf("Status: %v", err)
+			if _, err := d.Status(ctx, ns); !errors.Is(err, agentrollout.ErrLeaseMissing) {
+				t.Fatalf("Status with the Lease deleted: %v, want ErrLeaseMissing", err)
+			}
+			if _, err := agent.Get(ctx, tc.lease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("Status wrote the deleted Lease: %v, want NotFound", err)
+			}
+			if err := d.Deploy(ctx, spec); err != nil {
+				t.Fatalf("Deploy after the Lease was deleted: %v", err)
 			}
 			back, err := agent.Get(ctx, tc.lease, metav1.GetOptions{})
 			if err != nil {
-				t.Fatalf("Status did not create the deleted Lease again: %v", err)
+				t.Fatalf("Deploy did not create the deleted Lease again: %v", err)
 			}
 			if back.UID == lease.UID || back.Spec.HolderIdentity != nil || back.Labels[agentrollout.LabelManagedBy] != agentrollout.ManagedByValue {
 				t.Errorf("re-created Lease: uid %s (was %s), holder %v, labels %v", back.UID, lease.UID, back.Spec.HolderIdentity, back.Labels)

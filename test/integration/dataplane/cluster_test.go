@@ -328,9 +328,7 @@ func (f *frontDoor) controllerCalls(t *testing.T, ctx context.Context) openstack
 	maps.Copy(f.podCalls, now)
 	sum := openstack.Snapshot{}
 	for _, s := range f.podCalls {
-		for k, v := range s {
-			sum[k] += v
-		}
+		sum = sum.Add(s)
 	}
 	return sum
 }

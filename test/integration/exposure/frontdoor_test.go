@@ -23,6 +23,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -274,6 +275,9 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	create(t, ctx, e, exp, id)
 	player := &agentPlayer{t: t, e: e}
 	t.Cleanup(player.cleanup)
+	// The player's renewals end with playCtx, so that the Lease can be deleted for good.
+	playCtx, stopPlaying := context.WithCancel(ctx)
+	defer stopPlaying()
 	stopWatch := watchWaiting(ctx, e, exp)
 
 	// OpenStack done, no agent: Processing.
@@ -294,7 +298,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 
 	// A ready agent on cp-0 holds the Lease, but the VIP does not answer yet.
 	player.runPods(ctx, nodes[0].name, nodes[1].name)
-	player.lead(ctx, nodes[0].name)
+	player.lead(playCtx, nodes[0].name)
 	waitFor(t, ctx, e, exp, "the holder seen, the VIP not answering", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 		c := meta.FindStatusCondition(providerStatus(t, x).Conditions, v1alpha1.ConditionVIPHeld)
 		return c != nil && c.Reason == "NotAnswering"
@@ -358,7 +362,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	if out, err := lan.h.Client().Run(ctx, "ip", "neigh", "flush", "to", vip); err != nil {
 		t.Fatalf("flushing the neighbour entry: %v: %s", err, out)
 	}
-	player.lead(ctx, nodes[1].name)
+	player.lead(playCtx, nodes[1].name)
 	cur = waitFor(t, ctx, e, exp, "the new holder in providerStatus.agent", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 		a := providerStatus(t, x).Agent
 		return a != nil && a.LeaseHolder == nodes[1].name && a.HolderReady
@@ -380,6 +384,24 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+
+	// The agents' Lease deleted out of band (the agents may not create it): the next agent
+	// refresh finds it missing and the reconciliation it starts deploys it again, unheld.
+	stopPlaying()
+	time.Sleep(time.Second) // a renewal in flight lands first
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: agentrollout.LeaseName, Namespace: ns}}
+	if err := e.cp.Client.Delete(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)
+		return err == nil && lease.Spec.HolderIdentity == nil && lease.Labels[agentrollout.LabelManagedBy] == agentrollout.ManagedByValue, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the deleted Lease did not come back unheld within 30 s (agent refresh every 1 s): %v", err)
+	}
+	t.Logf("the deleted Lease was back %s later", time.Since(deleted).Round(time.Millisecond))
 }
 
 // TestFrontDoorThatNeverWorksBecomesAClearError: without any agent the wait is bounded;

@@ -6,6 +6,7 @@ package kubevip_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,8 +61,9 @@ func serviceAccountKubeconfigs(ctx context.Context, t *testing.T, cs kubernetes.
 // TestAgentUnderItsRole runs kube-vip-agent with a token of its ServiceAccount, so under
 // exactly the Role that agentrollout deploys (get, watch, update on its own Lease; no
 // create): it elects a leader on the Lease the controller created; when somebody deletes
-// the Lease, the agents wait without crashing, the controller's next agent refresh
-// (Deployer.Status) creates it again, and a leader is elected on it.
+// the Lease, the agents wait without crashing, the controller's next deploy (which the agent
+// refresh starts on Deployer.Status's ErrLeaseMissing) creates it again, and a leader is
+// elected on it.
 func TestAgentUnderItsRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -113,9 +115,13 @@ func TestAgentUnderItsRole(t *testing.T) {
 		}
 	}
 
-	// The controller's next agent refresh creates it again; the agents elect on it.
-	if _, err := d.Status(ctx, namespace); err != nil {
-		t.Fatalf("Status: %v", err)
+	// The controller's next agent refresh finds it missing and reconciles; the deploy step
+	// creates it again, and the agents elect on it.
+	if _, err := d.Status(ctx, namespace); !errors.Is(err, agentrollout.ErrLeaseMissing) {
+		t.Fatalf("Status without the Lease: %v, want ErrLeaseMissing", err)
+	}
+	if err := d.Deploy(ctx, oursSpec(h)); err != nil {
+		t.Fatalf("Deploy: %v", err)
 	}
 	recreated := time.Now()
 	stableCtx, stableCancel = context.WithTimeout(ctx, 30*time.Second)

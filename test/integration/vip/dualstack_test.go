@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +48,7 @@ func TestDualStackGuardSurvivesLateAndLostReplies(t *testing.T) {
 			n.ip("-n", n.oldNS, "addr", "add", vip.String()+"/"+bits(vip), "dev", "eth0", "valid_lft", lifetime, "preferred_lft", "0", "nodad")
 		}
 		refreshed := time.Now()
-		s := startDualSampler(n, vips)
+		s := n.sample(vips...)
 		waits, holder := takeoverAll(t, n.newNS, vips, func() error {
 			for _, vip := range vips {
 				if out, err := exec.Command("ip", "-n", n.newNS, "addr", "add", vip.String()+"/"+bits(vip), "dev", "eth0", "nodad").CombinedOutput(); err != nil {
@@ -150,61 +149,4 @@ func (n *twoNodes) held(h *netlink.Handle, vips []netip.Addr) []bool {
 		}
 	}
 	return out
-}
-
-// dualSampling is both NICs, both families, sampled with a 1 ms pause.
-type dualSampling struct {
-	mu      sync.Mutex
-	samples int
-	// both counts, per VIP, the samples with it on both nodes; crossed those with the new
-	// leader holding one VIP while the old holder still had another.
-	both           []int
-	crossed        int
-	oldGone, newOn []time.Time
-	stop, finished chan struct{}
-}
-
-func startDualSampler(n *twoNodes, vips []netip.Addr) *dualSampling {
-	s := &dualSampling{both: make([]int, len(vips)), oldGone: make([]time.Time, len(vips)), newOn: make([]time.Time, len(vips)),
-		stop: make(chan struct{}), finished: make(chan struct{})}
-	go func() {
-		defer close(s.finished)
-		for {
-			select {
-			case <-s.stop:
-				return
-			default:
-			}
-			o, nw := n.held(n.oldH, vips), n.held(n.newH, vips)
-			now := time.Now()
-			s.mu.Lock()
-			s.samples++
-			anyOld, anyNew := false, false
-			for i := range vips {
-				anyOld, anyNew = anyOld || o[i], anyNew || nw[i]
-				if o[i] && nw[i] {
-					s.both[i]++
-				}
-				if !o[i] && s.oldGone[i].IsZero() {
-					s.oldGone[i] = now
-				}
-				if nw[i] && s.newOn[i].IsZero() {
-					s.newOn[i] = now
-				}
-			}
-			if anyOld && anyNew {
-				s.crossed++
-			}
-			s.mu.Unlock()
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	return s
-}
-
-// done stops the sampler 50 ms later (the old holder's VIPs may still be going).
-func (s *dualSampling) done() {
-	time.Sleep(50 * time.Millisecond)
-	close(s.stop)
-	<-s.finished
 }

@@ -23,22 +23,22 @@ func TestTakeoverGuard(t *testing.T) {
 	n := newTwoNodes(t, lanIPv4, nil)
 	for round := range 3 {
 		refreshed := n.crashedHolder()
-		s := n.sample()
+		s := n.sample(n.vip)
 		waits, holder := takeover(t, n.newNS, n.vip, func() error { return n.addVIP(n.newNS) })
 		s.done()
 
 		s.mu.Lock()
-		if s.both != 0 {
-			t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both)
+		if s.both[0] != 0 {
+			t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both[0])
 		}
 		if waits == 0 || holder == "" {
 			t.Errorf("round %d: the guard never saw the old holder answer (it holds the VIP for about a second)", round)
 		}
-		if s.oldGone.IsZero() || s.newOn.IsZero() {
-			t.Fatalf("round %d: old removed at %v, new added at %v", round, s.oldGone, s.newOn)
+		if s.oldGone[0].IsZero() || s.newOn[0].IsZero() {
+			t.Fatalf("round %d: old removed at %v, new added at %v", round, s.oldGone[0], s.newOn[0])
 		}
-		lateness := s.oldGone.Sub(refreshed) - time.Second
-		gap := s.newOn.Sub(s.oldGone)
+		lateness := s.oldGone[0].Sub(refreshed) - time.Second
+		gap := s.newOn[0].Sub(s.oldGone[0])
 		t.Logf("round %d: the kernel removed the old holder's VIP %s after its lifetime; the guard waited %d probe rounds and the new leader had it %s later",
 			round, lateness.Round(time.Millisecond), waits, gap.Round(time.Millisecond))
 		// The guard's silence plus a request interval and an add, with room for a loaded

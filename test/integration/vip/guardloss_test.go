@@ -27,22 +27,22 @@ func TestGuardSurvivesLateAndLostReplies(t *testing.T) {
 		n := newTwoNodes(t, fam, &slowLossyLAN)
 		for round := range 5 {
 			refreshed := n.crashedHolder()
-			s := n.sample()
+			s := n.sample(n.vip)
 			waits, holder := takeover(t, n.newNS, n.vip, func() error { return n.addVIP(n.newNS) })
 			s.done()
 			s.mu.Lock()
 			if round == 0 {
 				t.Logf("the sampler read both NICs %d times in %s", s.samples, time.Since(refreshed).Round(time.Millisecond))
 			}
-			if s.both != 0 {
-				t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both)
+			if s.both[0] != 0 {
+				t.Errorf("round %d: the VIP was on both nodes in %d samples", round, s.both[0])
 			}
 			if waits == 0 || holder == "" {
 				t.Errorf("round %d: the guard never saw the old holder answer (it holds the VIP for about a second)", round)
 			}
-			if !s.oldGone.IsZero() && !s.newOn.IsZero() {
+			if !s.oldGone[0].IsZero() && !s.newOn[0].IsZero() {
 				t.Logf("round %d: the old holder's VIP went %s after its lifetime; the new leader had it %s later (%d probe rounds found it held)",
-					round, (s.oldGone.Sub(refreshed) - time.Second).Round(time.Millisecond), s.newOn.Sub(s.oldGone).Round(time.Millisecond), waits)
+					round, (s.oldGone[0].Sub(refreshed) - time.Second).Round(time.Millisecond), s.newOn[0].Sub(s.oldGone[0]).Round(time.Millisecond), waits)
 			}
 			s.mu.Unlock()
 			n.delVIP(n.newNS)

@@ -7,7 +7,6 @@ package vip_test
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -156,22 +155,7 @@ func (n *twoNodes) handle(name string) *netlink.Handle {
 
 // has reports whether the node's eth0 has the VIP.
 func (n *twoNodes) has(h *netlink.Handle) bool {
-	link, err := h.LinkByName("eth0")
-	if err != nil {
-		n.t.Error(err)
-		return false
-	}
-	addrs, err := h.AddrList(link, netlink.FAMILY_ALL)
-	if err != nil {
-		n.t.Error(err)
-		return false
-	}
-	for _, a := range addrs {
-		if a.IP.Equal(net.IP(n.vip.AsSlice())) {
-			return true
-		}
-	}
-	return false
+	return n.held(h, []netip.Addr{n.vip})[0]
 }
 
 // crashedHolder puts the VIP on the old holder as its last refresh would (valid_lft 1 s),
@@ -188,16 +172,21 @@ func bits(a netip.Addr) string {
 	return "128"
 }
 
-// sampling is both NICs sampled every millisecond.
+// sampling is both NICs, for each of the VIPs, sampled with a 1 ms pause.
 type sampling struct {
-	mu             sync.Mutex
-	both, samples  int
-	oldGone, newOn time.Time
+	mu      sync.Mutex
+	samples int
+	// both counts, per VIP, the samples with it on both nodes; crossed those with the new
+	// leader holding one VIP while the old holder still had another.
+	both           []int
+	crossed        int
+	oldGone, newOn []time.Time
 	stop, finished chan struct{}
 }
 
-func (n *twoNodes) sample() *sampling {
-	s := &sampling{stop: make(chan struct{}), finished: make(chan struct{})}
+func (n *twoNodes) sample(vips ...netip.Addr) *sampling {
+	s := &sampling{both: make([]int, len(vips)), oldGone: make([]time.Time, len(vips)), newOn: make([]time.Time, len(vips)),
+		stop: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		defer close(s.finished)
 		for {
@@ -206,18 +195,25 @@ func (n *twoNodes) sample() *sampling {
 				return
 			default:
 			}
-			o, nw := n.has(n.oldH), n.has(n.newH)
+			o, nw := n.held(n.oldH, vips), n.held(n.newH, vips)
 			now := time.Now()
 			s.mu.Lock()
 			s.samples++
-			if o && nw {
-				s.both++
+			anyOld, anyNew := false, false
+			for i := range vips {
+				anyOld, anyNew = anyOld || o[i], anyNew || nw[i]
+				if o[i] && nw[i] {
+					s.both[i]++
+				}
+				if !o[i] && s.oldGone[i].IsZero() {
+					s.oldGone[i] = now
+				}
+				if nw[i] && s.newOn[i].IsZero() {
+					s.newOn[i] = now
+				}
 			}
-			if !o && s.oldGone.IsZero() {
-				s.oldGone = now
-			}
-			if nw && s.newOn.IsZero() {
-				s.newOn = now
+			if anyOld && anyNew {
+				s.crossed++
 			}
 			s.mu.Unlock()
 			time.Sleep(time.Millisecond)
