@@ -84,6 +84,10 @@ type keeper struct {
 	// takeoverSince is when the current takeover began (a new term, or the health gate
 	// opening again): the guard counts only requests sent since.
 	takeoverSince time.Time
+	// acquiring: an acquisition write is on the wire and the guard probes ahead of it
+	// (Acquiring); stopEarly ends that probing if the write fails.
+	acquiring bool
+	stopEarly context.CancelFunc
 	// failingSince is when the guard or the address write first failed, in a row, while
 	// the VIP was off in this term; unfit says that has lasted failureGrace.
 	failingSince time.Time
@@ -140,7 +144,10 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	if newTerm {
 		k.leading = true
 		k.burstFrom, k.nextBurst = k.clock.Now(), 0
-		k.takeoverSince = k.clock.Now()
+		if !k.acquiring {
+			k.takeoverSince = k.clock.Now()
+		}
+		k.acquiring, k.stopEarly = false, nil // the probing ahead of the write goes on
 		k.metrics.transition(true)
 	}
 	k.mu.Unlock()
