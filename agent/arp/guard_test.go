@@ -99,7 +99,9 @@ func TestGuardWakesForTheVerdict(t *testing.T) {
 		return out
 	}
 	ms := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Millisecond) }
-	verdict := func(silent []time.Time) time.Time { return silent[timing.TakeoverProbes-1].Add(timing.TakeoverReplyBound) }
+	verdict := func(silent []time.Time) time.Time {
+		return silent[timing.TakeoverProbes-1].Add(timing.TakeoverReplyBound)
+	}
 	for name, tc := range map[string]struct {
 		silent    []time.Time
 		nextProbe time.Time
