@@ -92,6 +92,9 @@ type keeper struct {
 	// the VIP was off in this term; unfit says that has lasted failureGrace.
 	failingSince time.Time
 	unfit        bool
+	// stopped: Run ended, the agent shuts down. The VIP stays off even if a renewal that
+	// was on the wire at SIGTERM returns and the election reports the term again.
+	stopped bool
 }
 
 // followerSweep is the interval at which a node that does not lead removes a VIP it finds
@@ -208,7 +211,10 @@ func (k *keeper) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			k.drop("shutting down")
+			k.mu.Lock()
+			k.stopped = true
+			k.dropLocked("shutting down")
+			k.mu.Unlock()
 			return
 		case <-t.C():
 		}
@@ -256,7 +262,7 @@ func (s state) String() string {
 
 func (k *keeper) stateLocked(now time.Time) state {
 	switch {
-	case k.term.End.IsZero():
+	case k.term.End.IsZero() || k.stopped:
 		return off
 	case k.suspended:
 		return suspended

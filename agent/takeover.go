@@ -34,7 +34,7 @@ func (k *keeper) takeover(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
-	if k.term.End.IsZero() || k.suspended || k.present || !since.Equal(k.takeoverSince) || !now.Before(k.term.End) {
+	if k.term.End.IsZero() || k.stopped || k.suspended || k.present || !since.Equal(k.takeoverSince) || !now.Before(k.term.End) {
 		// The term ended, or a new takeover began, while the guard probed: the next
 		// reconcile decides again.
 		return
@@ -92,7 +92,7 @@ func (k *keeper) takeover(ctx context.Context) {
 func (k *keeper) Acquiring() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.leading || k.suspended || k.guard == nil {
+	if k.leading || k.suspended || k.stopped || k.guard == nil {
 		return
 	}
 	if k.stopEarly != nil {

@@ -301,3 +301,26 @@ func TestAFailedAcquisitionDiscardsTheProbing(t *testing.T) {
 	wg.Wait()
 	waitHolding(t, k)
 }
+
+// A renewal on the wire at SIGTERM may return after the keeper removed the VIP for the
+// shutdown; the election then reports the term again, but the VIP stays off: adding it
+// back would delay the release by a guard's probing and point the clients at a node that
+// is going away.
+func TestAShutDownKeeperDoesNotAddTheVIPAgain(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.Leading(termAt(clk.Now()), true)
+	if !addr.present {
+		t.Fatal("the VIP is not on the NIC after the takeover")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	k.Run(ctx)
+	if addr.present {
+		t.Fatal("the VIP is still on the NIC after the keeper shut down")
+	}
+	k.Leading(termAt(clk.Now()), false) // the renewal that was on the wire returns
+	advance(k, clk, 300*time.Millisecond)
+	if addr.present {
+		t.Fatalf("the VIP was added again after the shutdown removed it (%d ensures)", addr.ensures)
+	}
+}
