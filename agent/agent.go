@@ -103,6 +103,8 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Callbacks: election.Callbacks{
 			OnLeading:        n.onLeading,
 			OnRenewing:       n.onRenewing,
+			OnAcquiring:      n.onAcquiring,
+			OnAcquireFailed:  n.onAcquireFailed,
 			OnStoppedLeading: n.onStoppedLeading,
 			OnNewLeader:      n.onNewLeader,
 		},

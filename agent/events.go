@@ -52,6 +52,13 @@ func (n *node) onLeading(term timing.Term, newTerm bool) {
 // onRenewing: a renewal is about to be written; the VIP's lifetime starts again with it.
 func (n *node) onRenewing() { n.keeper.Renewing() }
 
+// onAcquiring: an acquisition write is about to go out; the takeover guard probes while it
+// is on the wire.
+func (n *node) onAcquiring() { n.keeper.Acquiring() }
+
+// onAcquireFailed: the acquisition write failed; the guard's probing for it is discarded.
+func (n *node) onAcquireFailed() { n.keeper.AcquireFailed() }
+
 // onStoppedLeading: the term ended; the Lease is released only if the VIP is gone.
 func (n *node) onStoppedLeading(reason string) (released bool) {
 	n.leading.Store(false)

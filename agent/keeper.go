@@ -84,10 +84,17 @@ type keeper struct {
 	// takeoverSince is when the current takeover began (a new term, or the health gate
 	// opening again): the guard counts only requests sent since.
 	takeoverSince time.Time
+	// acquiring: an acquisition write is on the wire and the guard probes ahead of it
+	// (Acquiring); stopEarly ends that probing if the write fails.
+	acquiring bool
+	stopEarly context.CancelFunc
 	// failingSince is when the guard or the address write first failed, in a row, while
 	// the VIP was off in this term; unfit says that has lasted failureGrace.
 	failingSince time.Time
 	unfit        bool
+	// stopped: Run ended, the agent shuts down. The VIP stays off even if a renewal that
+	// was on the wire at SIGTERM returns and the election reports the term again.
+	stopped bool
 }
 
 // followerSweep is the interval at which a node that does not lead removes a VIP it finds
@@ -140,7 +147,10 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 	if newTerm {
 		k.leading = true
 		k.burstFrom, k.nextBurst = k.clock.Now(), 0
-		k.takeoverSince = k.clock.Now()
+		if !k.acquiring {
+			k.takeoverSince = k.clock.Now()
+		}
+		k.acquiring, k.stopEarly = false, nil // the probing ahead of the write goes on
 		k.metrics.transition(true)
 	}
 	k.mu.Unlock()
@@ -201,7 +211,10 @@ func (k *keeper) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			k.drop("shutting down")
+			k.mu.Lock()
+			k.stopped = true
+			k.dropLocked("shutting down")
+			k.mu.Unlock()
 			return
 		case <-t.C():
 		}
@@ -249,7 +262,7 @@ func (s state) String() string {
 
 func (k *keeper) stateLocked(now time.Time) state {
 	switch {
-	case k.term.End.IsZero():
+	case k.term.End.IsZero() || k.stopped:
 		return off
 	case k.suspended:
 		return suspended

@@ -34,7 +34,7 @@ func (k *keeper) takeover(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
-	if k.term.End.IsZero() || k.suspended || k.present || !since.Equal(k.takeoverSince) || !now.Before(k.term.End) {
+	if k.term.End.IsZero() || k.stopped || k.suspended || k.present || !since.Equal(k.takeoverSince) || !now.Before(k.term.End) {
 		// The term ended, or a new takeover began, while the guard probed: the next
 		// reconcile decides again.
 		return
@@ -81,6 +81,59 @@ func (k *keeper) takeover(ctx context.Context) {
 	k.log.Info("VIP added", "termEnd", k.term.End.Format(time.RFC3339Nano))
 	k.burstFrom, k.nextBurst = now, 0
 	k.announceLocked(ctx, now)
+}
+
+// Acquiring is the election's OnAcquiring callback: an acquisition write is about to go on
+// the wire. The guard starts probing now, so that its TakeoverSilence overlaps the write;
+// its verdict is used only once the write succeeded (Leading keeps this takeoverSince). The
+// probes are valid evidence: the Lease was seen released or expired, a living holder removes
+// the VIP before it releases, and a host that answers at any time before the verdict still
+// resets the guard's count.
+func (k *keeper) Acquiring() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.leading || k.suspended || k.stopped || k.guard == nil {
+		return
+	}
+	if k.stopEarly != nil {
+		k.stopEarly()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	k.takeoverSince, k.acquiring, k.stopEarly = k.clock.Now(), true, stop
+	go k.probeAhead(ctx, k.takeoverSince)
+}
+
+// AcquireFailed is the election's OnAcquireFailed callback: the acquisition write failed, so
+// the probing ahead of it is discarded.
+func (k *keeper) AcquireFailed() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopEarly != nil {
+		k.stopEarly()
+	}
+	k.acquiring, k.stopEarly = false, nil
+}
+
+// probeAhead runs the guard of a takeover whose acquisition write is on the wire, for at
+// most a tick. If the write succeeded meanwhile, it goes on with the takeover itself: the
+// election's Leading found the guard busy and left the takeover to the one probing.
+func (k *keeper) probeAhead(ctx context.Context, since time.Time) {
+	if !k.probing.TryLock() {
+		return // another takeover probes; it decides
+	}
+	_, _, _ = k.guard.Free(ctx, since, since.Add(k.tick)) // an error shows again in takeover
+	k.probing.Unlock()
+
+	k.mu.Lock()
+	taking := k.leading && !k.present && !k.suspended
+	discarded := !k.leading && !k.acquiring
+	k.mu.Unlock()
+	switch {
+	case taking:
+		k.takeover(context.Background())
+	case discarded:
+		k.closeGuard()
+	}
 }
 
 // failedLocked records a failure to put the VIP on. Once failures have lasted

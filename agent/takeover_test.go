@@ -186,3 +186,141 @@ func TestAVIPKeptAtStartStaysUntilTheElectionDecides(t *testing.T) {
 		t.Fatal("a VIP kept at start survived a lease duration without a renewal")
 	}
 }
+
+// sessionGuard reports the takeover each probe belongs to (its since) and probes until
+// released or until its caller gives up.
+type sessionGuard struct {
+	calls   chan time.Time
+	release chan struct{}
+	mu      sync.Mutex
+	closed  int
+}
+
+func newSessionGuard() *sessionGuard {
+	return &sessionGuard{calls: make(chan time.Time, 64), release: make(chan struct{})}
+}
+
+func (g *sessionGuard) Free(ctx context.Context, since, _ time.Time) (bool, string, error) {
+	g.calls <- since
+	select {
+	case <-g.release:
+		return true, "", nil
+	case <-ctx.Done():
+		return false, "", nil
+	}
+}
+
+func (g *sessionGuard) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed++
+	return nil
+}
+
+func (g *sessionGuard) closes() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
+// nextProbe waits for the guard's next Free call; the bound only keeps a broken keeper from
+// hanging the test.
+func (g *sessionGuard) nextProbe(t *testing.T, what string) time.Time {
+	t.Helper()
+	select {
+	case since := <-g.calls:
+		return since
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the guard did not probe %s", what)
+		return time.Time{}
+	}
+}
+
+// waitHolding waits until the keeper holds the VIP; the bound only keeps a broken keeper from
+// hanging the test.
+func waitHolding(t *testing.T, k *keeper) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !k.Holding(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the VIP was not added after the guard found it free")
+		}
+	}
+}
+
+// The takeover guard starts when the acquisition write goes out (the election's
+// OnAcquiring), so that its silence overlaps the write; the term that the write gives
+// continues that probing (the same takeover) and adds the VIP on its verdict.
+func TestTheGuardProbesWhileTheAcquisitionIsOnTheWire(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	g := newSessionGuard()
+	k.guard = g
+	start := clk.Now()
+	k.Acquiring()
+	if since := g.nextProbe(t, "before the acquisition write returned"); !since.Equal(start) {
+		t.Fatalf("the probing ahead of the write counts from %v, want the write's start %v", since, start)
+	}
+	if addr.present {
+		t.Fatal("the VIP was added before the acquisition write returned")
+	}
+	clk.Step(20 * time.Millisecond) // the write on the wire
+	var wg sync.WaitGroup
+	wg.Go(func() { k.Leading(termAt(start), true) })
+	close(g.release)
+	wg.Wait()
+	waitHolding(t, k)
+	for len(g.calls) > 0 {
+		if since := <-g.calls; !since.Equal(start) {
+			t.Fatalf("the term's takeover probed from %v, starting over instead of going on from %v", since, start)
+		}
+	}
+}
+
+// A failed acquisition write discards the probing ahead of it: the guard stops and closes,
+// and the next acquisition probes afresh.
+func TestAFailedAcquisitionDiscardsTheProbing(t *testing.T) {
+	k, _, _, clk := newTestKeeper(t)
+	g := newSessionGuard()
+	k.guard = g
+	k.Acquiring()
+	first := g.nextProbe(t, "before the acquisition write returned")
+	k.AcquireFailed()
+	for end := time.Now().Add(10 * time.Second); g.closes() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the guard's probing went on after the acquisition write failed")
+		}
+	}
+	clk.Step(300 * time.Millisecond) // the follower's retry
+	retry := clk.Now()
+	k.Acquiring()
+	if since := g.nextProbe(t, "ahead of the retried acquisition"); !since.Equal(retry) || since.Equal(first) {
+		t.Fatalf("the retried acquisition probes from %v, want its own start %v", since, retry)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { k.Leading(termAt(retry), true) })
+	close(g.release)
+	wg.Wait()
+	waitHolding(t, k)
+}
+
+// A renewal on the wire at SIGTERM may return after the keeper removed the VIP for the
+// shutdown; the election then reports the term again, but the VIP stays off: adding it
+// back would delay the release by a guard's probing and point the clients at a node that
+// is going away.
+func TestAShutDownKeeperDoesNotAddTheVIPAgain(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.Leading(termAt(clk.Now()), true)
+	if !addr.present {
+		t.Fatal("the VIP is not on the NIC after the takeover")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	k.Run(ctx)
+	if addr.present {
+		t.Fatal("the VIP is still on the NIC after the keeper shut down")
+	}
+	k.Leading(termAt(clk.Now()), false) // the renewal that was on the wire returns
+	advance(k, clk, 300*time.Millisecond)
+	if addr.present {
+		t.Fatalf("the VIP was added again after the shutdown removed it (%d ensures)", addr.ensures)
+	}
+}

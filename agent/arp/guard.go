@@ -103,11 +103,7 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 			g.silent = append(g.silent, g.now())
 			next = g.now().Add(timing.TakeoverProbeInterval)
 		}
-		if n := len(g.silent) - timing.TakeoverProbes; n >= 0 {
-			if verdict := g.silent[n].Add(timing.TakeoverReplyBound); verdict.Before(next) {
-				next = verdict
-			}
-		}
+		next = wakeAt(g.silent, next)
 		if next.After(until) {
 			next = until
 		}
@@ -117,6 +113,19 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 		case <-time.After(next.Sub(g.now())):
 		}
 	}
+}
+
+// wakeAt is when Free next has something to do: send the request due at nextProbe, or give
+// the verdict once the TakeoverProbes-th oldest silent request had its reply bound (the
+// oldest TakeoverProbes then count; later requests need not be waited for).
+func wakeAt(silent []time.Time, nextProbe time.Time) time.Time {
+	if len(silent) < timing.TakeoverProbes {
+		return nextProbe
+	}
+	if verdict := silent[timing.TakeoverProbes-1].Add(timing.TakeoverReplyBound); verdict.Before(nextProbe) {
+		return verdict
+	}
+	return nextProbe
 }
 
 // unanswered counts the requests sent since the last claim that have had the reply bound.

@@ -85,3 +85,37 @@ func TestVerdictToleratesLateAndLostAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Free wakes for the verdict as soon as the TakeoverProbes-th oldest silent request had its
+// reply bound, not only on the next request's turn: on a busy machine late requests drift
+// off the verdict's time.
+func TestGuardWakesForTheVerdict(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	ms := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Millisecond) }
+	verdict := func(silent []time.Time) time.Time {
+		return silent[timing.TakeoverProbes-1].Add(timing.TakeoverReplyBound)
+	}
+	for name, tc := range map[string]struct {
+		silent    []time.Time
+		nextProbe time.Time
+		want      time.Time
+	}{
+		"too few requests":              {silent: at(0, 10, 20), nextProbe: ms(30), want: ms(30)},
+		"the next request comes first":  {silent: at(0, 10, 20, 30), nextProbe: ms(40), want: ms(40)},
+		"verdict due before the next":   {silent: at(0, 12, 24, 36, 48, 60, 72, 84), nextProbe: ms(94), want: verdict(at(0, 12, 24, 36))},
+		"verdict due with four exactly": {silent: at(0, 10, 20, 30, 40, 50, 60, 70), nextProbe: ms(81), want: ms(80)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := wakeAt(tc.silent, tc.nextProbe); !got.Equal(tc.want) {
+				t.Fatalf("wakes at %v, want %v", got.Sub(t0), tc.want.Sub(t0))
+			}
+		})
+	}
+}

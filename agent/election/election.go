@@ -112,6 +112,11 @@ type Callbacks struct {
 	// duration after it, so the VIP must live on from here (package timing, "A renewal on
 	// the wire").
 	OnRenewing func()
+	// OnAcquiring is called right before a follower writes an acquisition, and
+	// OnAcquireFailed when that write failed. Between them the keeper may start its
+	// takeover guard, whose verdict it uses only after OnLeading.
+	OnAcquiring     func()
+	OnAcquireFailed func()
 	// OnStoppedLeading is called when a term ends, before the Lease is released. It
 	// reports whether the leader's resources are gone; only then is the Lease released,
 	// otherwise it is left to expire.

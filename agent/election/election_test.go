@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
@@ -46,6 +47,32 @@ func TestRenewalIsAnnouncedBeforeItsWrite(t *testing.T) {
 	a.step(context.Background())
 	if len(rec.terms) != 2 || len(rec.renewing) != 1 || !rec.renewing[0].Equal(start) {
 		t.Fatalf("renewal started at %v: terms %d, OnRenewing at %v; want one OnRenewing before the write", start, len(rec.terms), rec.renewing)
+	}
+}
+
+// A follower announces its acquisition before the write goes out, so that the keeper's
+// takeover guard probes while the write is on the wire, and hears when the write failed, so
+// that the probing is discarded. A renewal is no acquisition.
+func TestAcquisitionIsAnnouncedBeforeItsWrite(t *testing.T) {
+	h := newHarness()
+	tm := timing.Defaults()
+	a, rec := h.candidate(t, "node-a", tm)
+	h.leases.updateErr = apierrors.NewServiceUnavailable("etcd has no leader")
+	a.tryAcquireOrRenew(context.Background())
+	if len(rec.acquiring) != 1 || rec.acquireFailed != 1 || len(rec.terms) != 0 {
+		t.Fatalf("failed acquisition: OnAcquiring %d, OnAcquireFailed %d, terms %d; want 1, 1, 0",
+			len(rec.acquiring), rec.acquireFailed, len(rec.terms))
+	}
+	h.leases.updateErr = nil
+	a.tryAcquireOrRenew(context.Background())
+	if len(rec.acquiring) != 2 || rec.acquiring[1] != "" || rec.acquireFailed != 1 || len(rec.terms) != 1 {
+		t.Fatalf("acquisition: OnAcquiring saw holders %q, OnAcquireFailed %d, terms %d; want a second OnAcquiring "+
+			"while the Lease was still unheld, no new failure and a term", rec.acquiring, rec.acquireFailed, len(rec.terms))
+	}
+	h.clock.Step(tm.RetryPeriod)
+	a.step(context.Background())
+	if len(rec.acquiring) != 2 || len(rec.renewing) != 1 {
+		t.Fatalf("renewal: OnAcquiring %d, OnRenewing %d; want no OnAcquiring and one OnRenewing", len(rec.acquiring), len(rec.renewing))
 	}
 }
 

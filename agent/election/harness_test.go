@@ -148,6 +148,10 @@ type recorded struct {
 	terms    []timing.Term
 	stopped  []string
 	renewing []time.Time // the clock at each OnRenewing
+	// acquiring holds, for each OnAcquiring, the holder the stored Lease named then;
+	// acquireFailed counts OnAcquireFailed.
+	acquiring     []string
+	acquireFailed int
 }
 
 func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
@@ -168,6 +172,8 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnRenewing:       func() { rec.renewing = append(rec.renewing, h.clock.Now()) },
+			OnAcquiring:      func() { rec.acquiring = append(rec.acquiring, holderOf(h.leases.current())) },
+			OnAcquireFailed:  func() { rec.acquireFailed++ },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
 		},
 	})

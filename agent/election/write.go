@@ -137,8 +137,14 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	if e.leading && renewing && e.cfg.Callbacks.OnRenewing != nil {
 		e.cfg.Callbacks.OnRenewing()
 	}
+	if !e.leading && e.cfg.Callbacks.OnAcquiring != nil {
+		e.cfg.Callbacks.OnAcquiring()
+	}
 	updated, err := e.cfg.Leases.Update(reqCtx, lease, metav1.UpdateOptions{})
 	if err != nil {
+		if !e.leading && e.cfg.Callbacks.OnAcquireFailed != nil {
+			e.cfg.Callbacks.OnAcquireFailed()
+		}
 		if apierrors.IsConflict(err) {
 			// Somebody else wrote first; read what they wrote. (During a stalled hold that
 			// may be an earlier attempt of this leader that committed after its timeout: the

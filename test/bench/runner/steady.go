@@ -92,20 +92,28 @@ func (s Steady) MaxAgentRequests() float64 {
 // --metrics-address).
 const agentMetricsURL = "http://127.0.0.1:9482/metrics"
 
+// agentCount is one node's kube-vip-agent request counter and when it was read.
+type agentCount struct {
+	value float64
+	at    time.Time
+}
+
 // agentRequests returns, per node, kube-vip-agent's own count of its requests; nil if a
 // node's daemon does not serve it (another system).
-func (r *Runner) agentRequests(ctx context.Context) []float64 {
-	var out []float64
+func (r *Runner) agentRequests(ctx context.Context) []agentCount {
+	var out []agentCount
 	for _, n := range r.h.Nodes() {
 		raw, err := get(ctx, n.HTTPClient(2*time.Second, &http.Transport{}), agentMetricsURL)
 		if err != nil {
 			return nil
 		}
+		// The time of the answer: the counter covers the requests up to about then.
+		at := time.Now()
 		v, err := sumCounter(raw, "kube_vip_agent_requests_total", "", "")
 		if err != nil {
 			return nil
 		}
-		out = append(out, v)
+		out = append(out, agentCount{value: v, at: at})
 	}
 	return out
 }
@@ -298,7 +306,10 @@ func (r *Runner) Steady(ctx context.Context, d *Deployment, window time.Duration
 	}
 	if agentBefore != nil && len(agentAfter) == len(agentBefore) {
 		for i := range agentAfter {
-			s.AgentRequestsPerSecond = append(s.AgentRequestsPerSecond, (agentAfter[i]-agentBefore[i])/elapsed.Seconds())
+			// Over the time between this node's two reads, not the window: the reads of the
+			// apiservers and of the other nodes lengthen it by tens of milliseconds.
+			counted := agentAfter[i].at.Sub(agentBefore[i].at)
+			s.AgentRequestsPerSecond = append(s.AgentRequestsPerSecond, (agentAfter[i].value-agentBefore[i].value)/counted.Seconds())
 		}
 	}
 	s.HolderChanges = max(0, len(sr.Changes)-1)
