@@ -49,14 +49,17 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 			"took", now.Sub(start).String(), "error", fmt.Sprint(err))
 		return false
 	}
-	if !e.canAcquire(e.clock.Now()) {
+	readAt := e.clock.Now()
+	if !e.canAcquire(readAt) {
 		return false // the read found a renewal
 	}
 	delay := e.cfg.Timings.AnsweredTakeoverDelay()
 	if err != nil || delay == 0 || e.gaveTimeTo.Equal(e.observedAt) || (e.cfg.VIPAnswered != nil && !e.cfg.VIPAnswered(ctx)) {
 		return e.canAcquire(e.clock.Now())
 	}
-	e.stallNotBefore, e.gaveTimeTo = e.clock.Now().Add(delay), e.observedAt
+	// From the read: etcd had a leader by then, so the holder's retry is due within the
+	// wait whatever the probe took.
+	e.stallNotBefore, e.gaveTimeTo = readAt.Add(delay), e.observedAt
 	e.log.Info("The Lease expired and another host answers for the VIP; leaving its holder a retry before taking it over",
 		"wait", delay.String())
 	return false
