@@ -40,7 +40,12 @@
 // because a follower that takes the Lease meanwhile adds the VIP only once this holder
 // stopped answering, and this holder learns of the takeover from its next renewal's
 // conflict. That hold assumes L2 reachability between the holder and the taker, as the
-// guard does (docs/agent.md, "Holding through an etcd election").
+// guard does (docs/agent.md, "Holding through an etcd election"). A follower that finds the
+// Lease expired while such a holder still answers for the VIP reads it again
+// StalledRetryWait later, after the holder's next retry, and takes it only if unchanged
+// (AnsweredTakeoverDelay); that costs a dead or frozen holder's takeover nothing while L +
+// StalledRetryWait + TakeoverRoom ≤ V, since its node serves on the VIP until its lapse
+// and the follower's guard waits for that anyway, and it is skipped otherwise.
 //
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
