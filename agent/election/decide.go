@@ -51,7 +51,7 @@ type view struct {
 	offered     bool // its holder offers the lead (YieldAnnotation)
 	observedAt  time.Time
 	// wait is the follower's wait after observedAt (followerWait); stallNotBefore delays a
-	// takeover after a stalled read (confirmExpiry).
+	// takeover after a stalled read, or a prompt one while the VIP is answered (confirmExpiry).
 	wait           time.Duration
 	stallNotBefore time.Time
 

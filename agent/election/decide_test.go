@@ -98,6 +98,11 @@ func TestDecide(t *testing.T) {
 			l + YieldDelay, takeOver, l + YieldDelay + retry},
 		{"follower whose read stalled leaves the holder time to renew",
 			follower(func(v *view) { v.stallNotBefore = at(l + timing.StalledTakeoverDelay) }), l, idle, l + timing.StalledTakeoverDelay},
+		{"follower whose prompt read found the VIP answered leaves the holder a retry",
+			follower(func(v *view) { v.stallNotBefore = at(l + timing.StalledRetryWait) }), l + 10*ms, idle, l + timing.StalledRetryWait},
+		{"follower reads again for a takeover after the holder's retry",
+			follower(func(v *view) { v.stallNotBefore = at(l + timing.StalledRetryWait) }), l + timing.StalledRetryWait,
+			takeOver, l + timing.StalledRetryWait + retry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, wake := decide(tc.v, at(tc.now))

@@ -169,6 +169,9 @@ type Elector struct {
 	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
 	// Lease for want of renewals before this (confirmExpiry).
 	stallNotBefore time.Time
+	// gaveTimeTo is the observedAt of the last record whose holder this follower gave time
+	// to renew before a takeover (confirmExpiry): once per record.
+	gaveTimeTo time.Time
 	// resignedAt is when this candidate last gave the lead up because it was not eligible
 	// (see heldDown).
 	resignedAt time.Time

@@ -22,8 +22,10 @@ import (
 // be holding its term through the stall (Config.HoldThroughStall), and a takeover write
 // queued now would race its renewals when etcd has a leader again. The follower then gives
 // the holder timing.StalledTakeoverDelay to renew first. A read queues no write, so it
-// cannot win that race. Where nobody answers for the VIP, there is no holder to leave time
-// to, and the follower takes the Lease at once.
+// cannot win that race. A prompt read may still be ahead of such a holder's next retry; the
+// follower then gives it Timings.AnsweredTakeoverDelay, once per record. Where nobody
+// answers for the VIP, there is no holder to leave time to, and the follower takes the
+// Lease at once.
 func (e *Elector) confirmExpiry(ctx context.Context) bool {
 	start := e.clock.Now()
 	lease, err := e.get(ctx)
@@ -42,12 +44,25 @@ func (e *Elector) confirmExpiry(ctx context.Context) bool {
 				"took", now.Sub(start).String())
 			return e.canAcquire(e.clock.Now())
 		}
-		e.stallNotBefore = e.clock.Now().Add(timing.StalledTakeoverDelay)
+		e.stallNotBefore, e.gaveTimeTo = e.clock.Now().Add(timing.StalledTakeoverDelay), e.observedAt
 		e.log.Info("Reading the Lease before taking it over stalled; leaving its holder time to renew",
 			"took", now.Sub(start).String(), "error", fmt.Sprint(err))
 		return false
 	}
-	return e.canAcquire(e.clock.Now())
+	readAt := e.clock.Now()
+	if !e.canAcquire(readAt) {
+		return false // the read found a renewal
+	}
+	delay := e.cfg.Timings.AnsweredTakeoverDelay()
+	if err != nil || delay == 0 || e.gaveTimeTo.Equal(e.observedAt) || (e.cfg.VIPAnswered != nil && !e.cfg.VIPAnswered(ctx)) {
+		return e.canAcquire(e.clock.Now())
+	}
+	// From the read: etcd had a leader by then, so the holder's retry is due within the
+	// wait whatever the probe took.
+	e.stallNotBefore, e.gaveTimeTo = readAt.Add(delay), e.observedAt
+	e.log.Info("The Lease expired and another host answers for the VIP; leaving its holder a retry before taking it over",
+		"wait", delay.String())
+	return false
 }
 
 // followerWait is how long a follower waits after the last change of the Lease it saw: its

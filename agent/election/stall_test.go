@@ -110,8 +110,11 @@ func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 		t.Fatal("the follower took the Lease its holder had just renewed")
 	}
 
-	// Without a renewal, a prompt read lets the follower take it.
+	// Without a renewal, a prompt read lets the follower take it, one of the holder's
+	// retries later where the VIP is answered (VIPAnswered nil: always).
 	h.clock.Step(tm.LeaseDuration)
+	b.step(context.Background())
+	h.clock.Step(b.nextWakeup())
 	b.step(context.Background())
 	if !b.leading {
 		t.Fatal("the follower did not take an expired Lease after a prompt read")
@@ -181,4 +184,57 @@ func (h *harness) leaderAndFollower(t *testing.T, tm timing.Timings) (leader, fo
 	leader.tryAcquireOrRenew(context.Background())
 	follower.observe(h.leases.current(), false)
 	return leader, follower
+}
+
+// A holder in a stalled hold retries every StalledRetryTimeout; a follower whose read of the
+// expired Lease was prompt (etcd has a leader again) may be ahead of that retry. Where
+// another host answers for the VIP, the follower reads again StalledRetryWait later and
+// takes the Lease only if it is unchanged; where nobody answers, it takes it at once.
+func TestFollowerWhosePromptReadFindsTheVIPAnsweredLeavesTheHolderARetry(t *testing.T) {
+	tm := timing.Defaults()
+	for _, answered := range []bool{false, true} {
+		h := newHarness()
+		a, _ := h.candidate(t, "node-a", tm)
+		probes := 0
+		b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm,
+			VIPAnswered: func(context.Context) bool { probes++; return answered }})
+		a.tryAcquireOrRenew(context.Background())
+		b.observe(h.leases.current(), false)
+		h.clock.Step(tm.LeaseDuration)
+
+		b.step(context.Background())
+		if b.leading != !answered {
+			t.Fatalf("answered=%v: leading=%v after a prompt read of the expired Lease", answered, b.leading)
+		}
+		if !answered {
+			continue
+		}
+		if wait := b.nextWakeup(); wait != timing.StalledRetryWait {
+			t.Fatalf("the follower reads again after %s, want %s", wait, timing.StalledRetryWait)
+		}
+
+		// The holder's retry goes through meanwhile: the follower keeps following.
+		h.clock.Step(timing.StalledRetryTimeout)
+		a.tryAcquireOrRenew(context.Background())
+		h.clock.Step(b.nextWakeup())
+		b.step(context.Background())
+		if b.leading {
+			t.Fatal("the follower took the Lease its holder had just renewed")
+		}
+
+		// The holder stops renewing: the follower waits once more, then takes it.
+		h.clock.Step(b.nextWakeup())
+		b.step(context.Background())
+		if b.leading || b.nextWakeup() != timing.StalledRetryWait {
+			t.Fatalf("leading=%v, next look after %s: the follower did not leave the holder a retry", b.leading, b.nextWakeup())
+		}
+		h.clock.Step(b.nextWakeup())
+		b.step(context.Background())
+		if !b.leading {
+			t.Fatal("the follower did not take a Lease left unchanged for a retry")
+		}
+		if probes != 2 {
+			t.Fatalf("the follower probed the VIP %d times for two expired records, want once per record", probes)
+		}
+	}
 }

@@ -40,7 +40,12 @@
 // because a follower that takes the Lease meanwhile adds the VIP only once this holder
 // stopped answering, and this holder learns of the takeover from its next renewal's
 // conflict. That hold assumes L2 reachability between the holder and the taker, as the
-// guard does (docs/agent.md, "Holding through an etcd election").
+// guard does (docs/agent.md, "Holding through an etcd election"). A follower that finds the
+// Lease expired while such a holder still answers for the VIP reads it again
+// StalledRetryWait later, after the holder's next retry, and takes it only if unchanged
+// (AnsweredTakeoverDelay); that costs a dead or frozen holder's takeover nothing while L +
+// StalledRetryWait + TakeoverRoom ≤ V, since its node serves on the VIP until its lapse
+// and the follower's guard waits for that anyway, and it is skipped otherwise.
 //
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
@@ -162,6 +167,18 @@ const (
 	// etcd's election, and the holder's renewal may be one retry behind it; the follower
 	// then waits StalledTakeoverDelay and reads again.
 	StalledReadThreshold = 100 * time.Millisecond
+	// StalledRetryWait is how long a follower whose prompt read found the Lease expired, while
+	// another host still answers for the VIP, waits before it reads again to take it
+	// (AnsweredTakeoverDelay): the holder may be in a stalled hold whose next retry starts at
+	// most StalledRetryTimeout after the follower's read showed that etcd has a leader again,
+	// and 100 ms more leave room for that write to commit. Without it such a follower took the
+	// Lease before the holder's retry, and the VIP moved under the guard (bench
+	// etcd-leader-cut: up to 167 ms of outage).
+	StalledRetryWait = StalledRetryTimeout + 100*time.Millisecond
+	// TakeoverRoom is the time a follower's takeover takes after its last read: a probe that
+	// finds the VIP answered, the write and the start of the keeper's guard. Only the
+	// condition of AnsweredTakeoverDelay uses it.
+	TakeoverRoom = 100 * time.Millisecond
 )
 
 // Timings are the election and VIP timings of the agent.
@@ -246,6 +263,20 @@ func (t Timings) LatestHold(term Term) time.Time {
 // KernelExpiryLateness (package doc, "A renewal on the wire").
 func (t Timings) Lapse(term Term) time.Time {
 	return term.RefreshBy.Add(t.VIPLifetime + KernelExpiryLateness)
+}
+
+// AnsweredTakeoverDelay is how long a follower waits after a prompt read of an expired Lease
+// while another host answers for the VIP: StalledRetryWait, where a holder that died or froze
+// at the start of its term still serves on the VIP when the follower's guard starts (L +
+// StalledRetryWait + TakeoverRoom ≤ V; the guard then waits for that VIP anyway, and the
+// delay costs such a crash nothing). Otherwise zero: with V < L (or a long L) the delay would
+// lengthen every crash takeover by up to itself, more than the ~0.1–0.2 s a follower that
+// races a stalled holder costs in some etcd elections; there the race stays open.
+func (t Timings) AnsweredTakeoverDelay() time.Duration {
+	if t.LeaseDuration+StalledRetryWait+TakeoverRoom > t.VIPLifetime {
+		return 0
+	}
+	return StalledRetryWait
 }
 
 // RenewalRefreshLasts reports whether the refresh at the start of a renewal alone keeps the

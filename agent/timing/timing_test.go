@@ -118,3 +118,21 @@ func TestContinuityNeedsTickEarlinessAndBudget(t *testing.T) {
 		t.Errorf("message %q, want %q", p[0].Message, want)
 	}
 }
+
+// The follower's wait for a stalled holder's retry applies only where a dead holder's VIP
+// outlives it, so that it never lengthens a crash takeover.
+func TestAnsweredTakeoverDelay(t *testing.T) {
+	if d := Defaults().AnsweredTakeoverDelay(); d != StalledRetryWait {
+		t.Errorf("defaults: %s, want %s", d, StalledRetryWait)
+	}
+	short := Defaults()
+	short.VIPLifetime = time.Second
+	if d := short.AnsweredTakeoverDelay(); d != 0 {
+		t.Errorf("a lifetime below the lease duration: %s, want none", d)
+	}
+	long := Defaults()
+	long.LeaseDuration = long.VIPLifetime - StalledRetryWait - TakeoverRoom + time.Millisecond
+	if d := long.AnsweredTakeoverDelay(); d != 0 {
+		t.Errorf("L + the wait + room beyond V: %s, want none", d)
+	}
+}

@@ -223,6 +223,7 @@ type renewalTrap struct {
 
 	mu    sync.Mutex
 	armed *trapArm
+	stall *stallArm // etcdrace_test.go
 }
 
 func startRenewalTrap(ctx context.Context, t *testing.T, h *netns.Harness, n *netns.Node) *renewalTrap {
@@ -288,6 +289,9 @@ func (p *renewalTrap) take() *trapArm {
 
 func (p *renewalTrap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/leases/"+agent.LeaseName) {
+		if p.stalls(w, r) {
+			return
+		}
 		if a := p.take(); a != nil {
 			p.spring(r, a)
 			panic(http.ErrAbortHandler) // the connection closes without an answer
