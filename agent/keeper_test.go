@@ -53,6 +53,14 @@ func (f *fakeAddress) Ensure() (bool, error) {
 	return added, nil
 }
 
+func (f *fakeAddress) Refresh() (bool, error) {
+	if f.expire(); !f.present {
+		return false, nil
+	}
+	_, err := f.Ensure()
+	return err == nil, err
+}
+
 func (f *fakeAddress) Remove() (bool, error) {
 	f.removes++
 	if f.failRemove != nil {
@@ -229,25 +237,40 @@ func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
 	}
 }
 
-func TestRemovedByHandComesBack(t *testing.T) {
+// A VIP that went missing while this node leads (removed by hand) comes back only through
+// the takeover guard: a follower may have taken the Lease early on its silence and be
+// adding the VIP now, and a refresh that re-added it blindly would put it on two nodes
+// until this node learned of the takeover.
+func TestMissingVIPComesBackOnlyThroughTheGuard(t *testing.T) {
 	k, addr, ann, clk := newTestKeeper(t)
+	g := &fakeGuard{clock: clk}
+	k.guard = g
 	k.Leading(termAt(clk.Now()), true)
 	advance(k, clk, 2*time.Second)
 	k.Leading(termAt(clk.Now()), false)
 	addr.present = false // somebody ran `ip addr del`
-	// Back at the next refresh: a tick inside RefreshBy, else the next renewal's start.
-	clk.Step(100 * time.Millisecond)
+	// Meanwhile another host answers for the VIP (a follower took the Lease on the silence).
+	g.freeAt = clk.Now().Add(time.Second)
+	for clk.Now().Add(k.tick).Before(g.freeAt) {
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+		if addr.present {
+			t.Fatalf("a tick re-added the missing VIP while another host answers for it (%d probes)", g.probes)
+		}
+		k.Renewing()
+		if addr.present {
+			t.Fatalf("a renewal's refresh re-added the missing VIP while another host answers for it (%d probes)", g.probes)
+		}
+	}
+	k.Leading(termAt(clk.Now()), false)
 	before := len(ann.rounds)
+	clk.Step(g.freeAt.Sub(clk.Now()))
 	k.reconcile(context.Background())
 	if !addr.present {
-		before = len(ann.rounds)
-		k.Renewing()
-	}
-	if !addr.present {
-		t.Fatal("the VIP was not re-added")
+		t.Fatal("the VIP was not added back once the guard found it free")
 	}
 	if len(ann.rounds) != before+1 {
-		t.Fatalf("re-adding the VIP sent %d announcements, want a new burst", len(ann.rounds)-before)
+		t.Fatalf("adding the VIP back sent %d announcements, want a new burst", len(ann.rounds)-before)
 	}
 }
 

@@ -135,6 +135,19 @@ const (
 	// SlowWriteRoom is the time the defaults leave between RetryPeriod and RenewDeadline: a
 	// renewal write may take this long before the term ends and the VIP goes (review M3).
 	SlowWriteRoom = 300 * time.Millisecond
+	// FollowerProbeInterval is the pause between two probes (ARP request, neighbour
+	// solicitation) a follower sends for each VIP to learn whether the holder still answers
+	// (EarlyTakeoverSilence). Ten small broadcasts a second per follower and VIP: no API
+	// request, and a silence is seen within one interval of the threshold.
+	FollowerProbeInterval = 100 * time.Millisecond
+	// EarlyTakeoverSilence is how long every VIP family must have gone unanswered, with this
+	// follower probing every FollowerProbeInterval, before it takes the Lease of a holder it
+	// had heard answer (the holder's link or node is gone: its term would only run out).
+	// Four probes in a row lost by a holder that answers (0.02^4 = 1.6e-7 at 2 % loss, as
+	// the guard), and far above TakeoverSilence, the guard's verdict of a new holder that is
+	// about to answer. A false silence is not a second holder: the taker's guard still waits
+	// while the holder answers, and the holder steps down on the new record.
+	EarlyTakeoverSilence = 4 * FollowerProbeInterval
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to

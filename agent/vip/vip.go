@@ -135,6 +135,22 @@ func (a *Address) Ensure() (bool, error) {
 	return true, nil
 }
 
+// Refresh resets the VIP's lifetime if it is on the interface and reports whether it was;
+// it never adds it (the kernel creates on a replace, so it lists the family's addresses
+// first: once per renewal with the default lifetime). A removal between the list and the
+// replace, a few microseconds, would still be undone.
+func (a *Address) Refresh() (bool, error) {
+	present, err := a.Present()
+	if err != nil || !present {
+		return false, err
+	}
+	if err := a.h.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+		a.relink(err)
+		return false, fmt.Errorf("refreshing %s on %s: %w", a.vip, a.Interface(), err)
+	}
+	return true, nil
+}
+
 // Remove removes the VIP and reports whether it was there.
 func (a *Address) Remove() (bool, error) {
 	err := a.h.AddrDel(a.link, a.netlinkAddr())
