@@ -42,6 +42,24 @@
 // conflict. That hold assumes L2 reachability between the holder and the taker, as the
 // guard does (docs/agent.md, "Holding through an etcd election").
 //
+// A fourth case is a holder that fell silent on L2 (its link went down, its node lost the
+// segment): a follower that heard the VIP answer after it first saw this holder's record,
+// and then heard no answer from any family for EarlyTakeoverSilence while it probed every
+// FollowerProbeInterval, takes the Lease before the term expires, by a write on the
+// resourceVersion it saw, so that of several followers one wins. Still never two holders:
+// silence means no kernel answers for the VIP; the taker adds it only after its own guard;
+// and a holder that is alive learns of the takeover from its watch or its next renewal's
+// conflict and removes the VIP. While its term runs it never adds a missing VIP without the
+// guard: a refresh only refreshes an address that is there, and a VIP that went missing
+// (removed by hand, or by the health gate on link down) goes back through the guard, which
+// waits while the taker answers. A follower that never heard the holder (a fresh holder still
+// in its guard, a network that filters ARP replies) waits for the expiry, so a misconfigured
+// network cannot make the Lease ping-pong. The case assumes what the guard does (L2
+// reachability, answers within TakeoverReplyBound), that the follower's own link is up (it
+// probes only while healthy), and that a new holder does not stall for longer than
+// EarlyTakeoverSilence − TakeoverSilence between its guard's verdict and its first answer.
+// A false silence (4 answers in a row lost) costs a needless move, not a second holder.
+//
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
 // OnRenewing) and, when V is shorter than L, on every keeper tick until RefreshBy(S) =
