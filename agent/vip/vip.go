@@ -135,13 +135,10 @@ func (a *Address) Ensure() (bool, error) {
 	return true, nil
 }
 
-// Refresh resets the VIP's lifetime if it is on the interface and reports whether it was;
-// it never adds it (the kernel creates on a replace, so it lists the family's addresses
-// first: once per renewal with the default lifetime). A removal between the list and the
-// replace, a few microseconds, would still be undone.
+// Refresh resets the VIP's lifetime if it is there and reports whether it was; it never adds
+// it. A replace would create it, so it lists the family's addresses first.
 func (a *Address) Refresh() (bool, error) {
-	present, err := a.Present()
-	if err != nil || !present {
+	if present, err := a.Present(); err != nil || !present {
 		return false, err
 	}
 	if err := a.h.AddrReplace(a.link, a.netlinkAddr()); err != nil {
