@@ -188,6 +188,9 @@ type Elector struct {
 	wasEligible  bool
 	lastHolder   string
 	holderSeenAt time.Time // when lastHolder was first seen (view.earlyAt)
+	// earlyFailedAt: the observedAt of the record whose early takeover write failed; that
+	// record is left to its expiry (takeEarly).
+	earlyFailedAt time.Time
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -291,7 +294,7 @@ func (e *Elector) view() view {
 		exists: e.observed != nil, holder: holderOf(e.observed), ownRecord: e.ownRecord(),
 		releaseSeen: e.releaseSeen, observedAt: e.observedAt, wait: e.followerWait(), stallNotBefore: e.stallNotBefore,
 		renewStarted: e.renewStarted, lastAttempt: e.lastAttempt, renewLate: e.renewLate, stalled: e.stalled,
-		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt, holderSeenAt: e.holderSeenAt,
+		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt, holderSeenAt: e.holderSeenAt, earlyFailedAt: e.earlyFailedAt,
 	}
 	if e.observed != nil {
 		v.offered = e.observed.Annotations[YieldAnnotation] == v.holder
@@ -324,6 +327,8 @@ func (e *Elector) step(ctx context.Context) {
 		e.stopLeading("renewal deadline passed", true)
 	case renew, acquire:
 		e.tryAcquireOrRenew(ctx)
+	case takeEarly:
+		e.takeEarly(ctx)
 	case takeOver:
 		if e.confirmExpiry(ctx) {
 			e.tryAcquireOrRenew(ctx)
