@@ -86,14 +86,15 @@ func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
 // tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
 func (e *Elector) tryAcquireOrRenew(ctx context.Context) { e.writeLease(ctx, 0) }
 
-// takeEarly takes the Lease of a holder whose VIP fell silent (view.earlyAt). The write gets
-// timing.StalledRetryTimeout: where the silent node led etcd, a proposal sent before etcd
-// elected anew is lost and never answered. A write that fails leaves this record to the
-// expiry, whose read waits for etcd's election (confirmExpiry); a failed early write is not
-// retried, so it never costs more requests than that.
+// takeEarly takes the Lease of a holder whose VIP fell silent (view.earlyAt). The write may
+// take until the record's expiry (timing.StalledRetryTimeout at least): where the silent
+// node led etcd, a proposal sent before etcd elected anew is lost and never answered. A
+// write that fails leaves this record to the expiry, whose read waits for etcd's election
+// (confirmExpiry); a failed early write is not retried, so it costs one request more at most.
 func (e *Elector) takeEarly(ctx context.Context) {
 	seen := e.observedAt
-	e.writeLease(ctx, timing.StalledRetryTimeout)
+	untilExpiry := e.observedAt.Add(e.followerWait()).Sub(e.clock.Now())
+	e.writeLease(ctx, max(untilExpiry, timing.StalledRetryTimeout))
 	if !e.leading && e.observedAt.Equal(seen) {
 		e.earlyFailedAt = seen
 		e.log.Info("Taking the Lease of a silent holder early failed; waiting for its expiry", "holder", holderOf(e.observed))
