@@ -99,7 +99,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		Leases: leases, Fallbacks: fallbacks.clients, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings: cfg.timings(), Clock: clk, Log: log,
 		Eligible: n.eligible, MayKeep: n.mayKeep, Yield: n.yield, HoldThroughStall: n.holdThroughStall,
-		VIPAnswered: set.answered,
+		VIPAnswered: set.answered, VIPSilence: set.silence,
 		Callbacks: election.Callbacks{
 			OnLeading:        n.onLeading,
 			OnRenewing:       n.onRenewing,
@@ -113,6 +113,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return err
 	}
 	n.elector = elector
+	set.listen(elector.Poke, log.WithName("prober"))
 
 	if err := removeStaleVIP(ctx, log, leases, cfg, set, k); err != nil {
 		return err
@@ -154,6 +155,8 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		wg.Go(func() { etcdLeader.Run(runCtx) })
 	}
 	wg.Go(func() { k.Run(runCtx) })
+	// Only a follower that could lead listens: no probes while this node leads or is unfit.
+	wg.Go(func() { set.runProbers(runCtx, func() bool { return !n.leading.Load() && n.eligible() }) })
 	wg.Go(func() {
 		electionErr = elector.Run(runCtx)
 		stop()

@@ -18,8 +18,11 @@ import (
 // address is the VIP on the node's NIC.
 type address interface {
 	// Ensure adds the address, or refreshes its kernel lifetime, and reports whether it
-	// was missing before.
+	// was missing before. Only the takeover calls it, after the guard.
 	Ensure() (added bool, err error)
+	// Refresh refreshes the kernel lifetime of the address if it is there, and never adds
+	// it; present says whether it was.
+	Refresh() (present bool, err error)
 	// Remove removes the address and reports whether it was there.
 	Remove() (removed bool, err error)
 }
@@ -319,12 +322,19 @@ func (k *keeper) sweepLocked(now time.Time) {
 	}
 }
 
-// refreshLocked refreshes the VIP's kernel lifetime, or adds it back if somebody removed
-// it, and announces it.
+// refreshLocked refreshes the VIP's kernel lifetime and announces it. A VIP that somebody
+// removed is not added back here: another node may have taken the Lease on the silence
+// meanwhile (election, early takeover) and be adding it; it goes back through the guard.
 func (k *keeper) refreshLocked(ctx context.Context, now time.Time) {
-	added, err := k.addr.Ensure()
+	present, err := k.addr.Refresh()
 	if err != nil {
 		k.log.Error(err, "Refreshing the VIP failed")
+		return
+	}
+	if !present {
+		k.present, k.takeoverSince = false, now
+		k.metrics.vipPresent.Set(0)
+		k.log.Info("The VIP went missing while leading; adding it back once the guard finds it free")
 		return
 	}
 	// Re-check after the write: a process frozen between the check above and the write may
@@ -334,11 +344,6 @@ func (k *keeper) refreshLocked(ctx context.Context, now time.Time) {
 	if !k.clock.Now().Before(k.term.End) {
 		k.dropLocked("the VIP was refreshed after the term ended")
 		return
-	}
-	if added {
-		// Somebody removed it meanwhile; it is back, so announce it again.
-		k.log.Info("VIP re-added", "termEnd", k.term.End.Format(time.RFC3339Nano))
-		k.burstFrom, k.nextBurst = now, 0
 	}
 	k.announceLocked(ctx, now)
 }

@@ -9,9 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/agent/vip"
 )
@@ -46,6 +50,20 @@ func (as addresses) Ensure() (added bool, err error) {
 		return false, err
 	}
 	return len(fresh) > 0, nil
+}
+
+// Refresh refreshes every VIP that is there; present is true only if all are, so that a
+// missing family sends the exposure back through the guard (the others stay and are
+// refreshed, as the guard's add refreshes them again).
+func (as addresses) Refresh() (present bool, err error) {
+	var errs []error
+	present = true
+	for _, a := range as {
+		ok, err := a.Refresh()
+		present = present && ok
+		errs = append(errs, err)
+	}
+	return present, errors.Join(errs...)
 }
 
 // Remove removes every VIP; removed is true if any was there. The VIPs count as gone only
@@ -91,6 +109,7 @@ type vipSet struct {
 	announce  announcers
 	guard     arp.Guards
 	addresses addresses
+	probers   []*arp.Prober // the follower's, per VIP (see silence)
 }
 
 // newVIPSet opens, for every VIP, its address on iface, its announcer and its guard.
@@ -128,6 +147,41 @@ func (s *vipSet) answered(ctx context.Context) bool {
 	now := time.Now()
 	free, holder, err := gs.Free(ctx, now, now.Add(timing.TakeoverSilence+timing.KeeperTick))
 	return err != nil || !free || holder != ""
+}
+
+// listen adds a follower's prober per VIP; onSilent pokes the election.
+func (s *vipSet) listen(onSilent func(), log logr.Logger) {
+	for _, v := range s.vips {
+		s.probers = append(s.probers, arp.NewProber(s.iface, v, onSilent, log))
+	}
+}
+
+// runProbers probes every VIP while active reports true, until ctx is done.
+func (s *vipSet) runProbers(ctx context.Context, active func() bool) {
+	var wg sync.WaitGroup
+	for _, p := range s.probers {
+		wg.Go(func() { p.Run(ctx, active) })
+	}
+	wg.Wait()
+}
+
+// silence is what the probers heard, as one (election.Config.VIPSilence): the exposure is
+// silent only while every family is, and since the latest of their silences began.
+func (s *vipSet) silence() election.Silence {
+	var out election.Silence
+	for i, p := range s.probers {
+		heard, since := p.Silence()
+		if heard.After(out.HeardAt) {
+			out.HeardAt = heard
+		}
+		if since.IsZero() {
+			return election.Silence{HeardAt: out.HeardAt}
+		}
+		if i == 0 || since.After(out.SilentSince) {
+			out.SilentSince = since
+		}
+	}
+	return out
 }
 
 // Present reports whether any VIP is on the interface.

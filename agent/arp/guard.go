@@ -158,11 +158,14 @@ func (g *Guard) Close() error {
 	return err
 }
 
-func (g *Guard) open() (probe, error) {
-	if g.vip.Is4() {
-		return openARPProbe(g.iface, g.vip)
+func (g *Guard) open() (probe, error) { return openProbe(g.iface, g.vip) }
+
+// openProbe opens the probe of vip's family on the named interface.
+func openProbe(iface string, vip netip.Addr) (probe, error) {
+	if vip.Is4() {
+		return openARPProbe(iface, vip)
 	}
-	return openNDPProbe(g.iface, g.vip)
+	return openNDPProbe(iface, vip)
 }
 
 // recvQueued reads one packet that the socket has queued, without waiting; ok is false

@@ -25,15 +25,19 @@ const (
 	resign
 	// expire: the term ended without a renewal; the leader stops and releases.
 	expire
-	// acquire: a follower takes a release, its own record or an offer at once.
+	// acquire: a follower takes a release, its own record, an offer or the Lease of a holder
+	// whose VIP fell silent (earlyAt) at once, by a write on the observed resourceVersion.
 	acquire
 	// takeOver: nobody renewed the Lease for the follower's wait; it reads the Lease to
 	// confirm (confirmExpiry), then takes it.
 	takeOver
+	// takeEarly: the holder's VIP fell silent (earlyAt); the follower takes the Lease with a
+	// short write, and leaves the record to its expiry if that fails (takeEarly).
+	takeEarly
 )
 
 func (a action) String() string {
-	return [...]string{"idle", "renew", "stepDown", "resign", "expire", "acquire", "takeOver"}[a]
+	return [...]string{"idle", "renew", "stepDown", "resign", "expire", "acquire", "takeOver", "takeEarly"}[a]
 }
 
 // view is everything decide looks at: the elector's state and what its Config's functions
@@ -68,6 +72,11 @@ type view struct {
 	retry        time.Duration // after a failed takeover write (followerRetry)
 	resignedAt   time.Time
 	ineligibleAt time.Time
+	// holderSeenAt is when this follower first saw the current holder's name in the Lease;
+	// vip is what its prober heard of the VIP (Config.VIPSilence).
+	holderSeenAt  time.Time
+	vip           Silence
+	earlyFailedAt time.Time // the observedAt whose early takeover failed
 }
 
 // decide returns what the elector does now and when it looks again at the latest. The step
@@ -84,6 +93,8 @@ func decide(v view, now time.Time) (action, time.Time) {
 	switch {
 	case now.Before(at):
 		return idle, at
+	case at.Before(v.expiry()) && v.isEarly(at):
+		return takeEarly, now.Add(v.retry)
 	case at.Before(v.expiry()):
 		return acquire, now.Add(v.retry) // the retry, if this attempt fails
 	default:
@@ -158,12 +169,37 @@ func (v view) acquirableAt(now time.Time) time.Time {
 			if v.offered && !v.defers && !v.heldDown(now) && !v.recentlyIneligible(now) {
 				return v.observedAt // the holder offers the lead
 			}
+			if early, ok := v.earlyAt(); ok && early.Before(at) {
+				at = early
+			}
 		}
 	}
 	if v.defers {
 		at = at.Add(YieldDelay)
 	}
 	return at
+}
+
+// earlyAt is when a follower may take the Lease of a holder whose VIP fell silent, before
+// its term expires: every family of the VIP went unanswered for timing.EarlyTakeoverSilence
+// while this follower probed it, and it heard the VIP answer after it first saw this
+// holder's name, so that a holder whose answers never reach the followers (a fresh holder
+// in its guard, a network that filters ARP replies) is only ever taken over by expiry.
+// The takeover guard of the new holder still waits while anybody answers (package timing).
+func (v view) earlyAt() (time.Time, bool) {
+	if !v.earlyFailedAt.IsZero() && v.earlyFailedAt.Equal(v.observedAt) {
+		return time.Time{}, false
+	}
+	if v.vip.SilentSince.IsZero() || v.holderSeenAt.IsZero() || !v.vip.HeardAt.After(v.holderSeenAt) {
+		return time.Time{}, false
+	}
+	return v.vip.SilentSince.Add(timing.EarlyTakeoverSilence), true
+}
+
+// isEarly reports whether at, a moment before the expiry, is the early takeover's.
+func (v view) isEarly(at time.Time) bool {
+	early, ok := v.earlyAt()
+	return ok && v.exists && v.holder != "" && v.holder != v.identity && !at.Before(early)
 }
 
 // expiry is when the Lease as last seen expires for this follower: its wait after the last

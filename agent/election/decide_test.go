@@ -40,6 +40,13 @@ func TestDecide(t *testing.T) {
 	}
 	released := func(v *view) { v.holder, v.releaseSeen = "", true }
 	offered := func(v *view) { v.offered = true }
+	// silent: the follower saw the holder at 0, heard the VIP answer at 200 ms, and nothing
+	// since 300 ms (its last answered probe).
+	silent := func(v *view) {
+		v.holderSeenAt = t0
+		v.vip = Silence{HeardAt: at(200 * ms), SilentSince: at(300 * ms)}
+	}
+	early := 300*ms + timing.EarlyTakeoverSilence
 
 	for _, tc := range []struct {
 		name string
@@ -96,6 +103,35 @@ func TestDecide(t *testing.T) {
 			0, idle, l + YieldDelay},
 		{"follower that should yield takes an expired Lease after the others", follower(func(v *view) { v.defers = true }),
 			l + YieldDelay, takeOver, l + YieldDelay + retry},
+		{"follower waits for a silent VIP to stay silent", follower(silent), 500 * ms, idle, early},
+		{"follower takes the Lease of a holder whose VIP fell silent", follower(silent), early, takeEarly, early + retry},
+		{"follower whose early write failed leaves the record to its expiry",
+			follower(func(v *view) { silent(v); v.earlyFailedAt = t0 }), early, idle, l},
+		{"follower whose early write failed tries again on a newer record",
+			follower(func(v *view) { silent(v); v.earlyFailedAt = at(-r) }), early, takeEarly, early + retry},
+		{"follower that never heard the holder's VIP waits for the expiry",
+			follower(func(v *view) { silent(v); v.vip.HeardAt = time.Time{} }), early, idle, l},
+		{"follower that heard only the previous holder waits for the expiry",
+			follower(func(v *view) { silent(v); v.holderSeenAt = at(250 * ms) }), early, idle, l},
+		{"follower whose VIP answers waits for the expiry",
+			follower(func(v *view) { silent(v); v.vip.SilentSince = time.Time{} }), early, idle, l},
+		{"follower whose VIP answered lately waits for a silence from then",
+			follower(func(v *view) { silent(v); v.vip.HeardAt, v.vip.SilentSince = at(early), at(early) }),
+			early, idle, early + timing.EarlyTakeoverSilence},
+		{"follower that is not eligible does not take a silent holder's Lease",
+			follower(func(v *view) { silent(v); v.eligible = false }), early, idle, early + r},
+		{"follower that should yield takes a silent holder's Lease YieldDelay later",
+			follower(func(v *view) { silent(v); v.defers = true }), early, idle, early + YieldDelay},
+		{"follower that should yield takes a silent holder's Lease after YieldDelay",
+			follower(func(v *view) { silent(v); v.defers = true }), early + YieldDelay, takeEarly, early + YieldDelay + retry},
+		{"follower that resigned still takes a silent holder's Lease",
+			follower(func(v *view) { silent(v); v.resignedAt = t0 }), early, takeEarly, early + retry},
+		{"follower takes its own record at once, silent or not",
+			follower(func(v *view) { silent(v); v.holder, v.ownRecord = "b", true }), 0, acquire, retry},
+		{"follower does not take a released Lease early when held down",
+			follower(func(v *view) { silent(v); released(v); v.resignedAt = t0 }), early, idle, l},
+		{"follower whose silence outlasts the expiry takes over after a read",
+			follower(func(v *view) { silent(v); v.vip.SilentSince = at(l) }), l, takeOver, l + retry},
 		{"follower whose read stalled leaves the holder time to renew",
 			follower(func(v *view) { v.stallNotBefore = at(l + timing.StalledTakeoverDelay) }), l, idle, l + timing.StalledTakeoverDelay},
 		{"follower whose prompt read found the VIP answered leaves the holder a retry",

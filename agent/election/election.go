@@ -85,6 +85,11 @@ type Config struct {
 	// link or died serves nobody, and waiting for it lengthens the outage (the cut node
 	// led etcd, so the read waited for etcd's election). Nil means one always does.
 	VIPAnswered func(ctx context.Context) bool
+	// VIPSilence reports what this candidate's prober heard of the VIP while it follows. A
+	// follower that heard the VIP answer after it first saw the holder's name, and then
+	// heard nothing for timing.EarlyTakeoverSilence, takes the Lease before its term expires
+	// (a holder whose link went down serves nobody). Nil means never early.
+	VIPSilence func() Silence
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -97,6 +102,15 @@ type Config struct {
 	Clock clock.Clock
 	// Log receives one line per transition.
 	Log logr.Logger
+}
+
+// Silence is what a follower heard of the VIP on its L2 segment.
+type Silence struct {
+	// HeardAt is when another host last answered for the VIP (any family); zero for never.
+	HeardAt time.Time
+	// SilentSince is when every family of the VIP was last answered, or when this follower
+	// began to probe it if that is later; zero while it does not probe them all.
+	SilentSince time.Time
 }
 
 // Callbacks receive leadership changes. They run in the election's goroutine and must
@@ -181,6 +195,10 @@ type Elector struct {
 	ineligibleAt time.Time
 	wasEligible  bool
 	lastHolder   string
+	holderSeenAt time.Time // when lastHolder was first seen (view.earlyAt)
+	// earlyFailedAt: the observedAt of the record whose early takeover write failed; that
+	// record is left to its expiry (takeEarly).
+	earlyFailedAt time.Time
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.
@@ -284,7 +302,7 @@ func (e *Elector) view() view {
 		exists: e.observed != nil, holder: holderOf(e.observed), ownRecord: e.ownRecord(),
 		releaseSeen: e.releaseSeen, observedAt: e.observedAt, wait: e.followerWait(), stallNotBefore: e.stallNotBefore,
 		renewStarted: e.renewStarted, lastAttempt: e.lastAttempt, renewLate: e.renewLate, stalled: e.stalled,
-		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt,
+		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt, holderSeenAt: e.holderSeenAt, earlyFailedAt: e.earlyFailedAt,
 	}
 	if e.observed != nil {
 		v.offered = e.observed.Annotations[YieldAnnotation] == v.holder
@@ -293,6 +311,9 @@ func (e *Elector) view() view {
 		v.mayKeep = e.cfg.MayKeep()
 	} else {
 		v.eligible, v.defers, v.retry = e.cfg.Eligible(), e.defers(), e.followerRetry()
+		if e.cfg.VIPSilence != nil {
+			v.vip = e.cfg.VIPSilence()
+		}
 	}
 	return v
 }
@@ -314,6 +335,8 @@ func (e *Elector) step(ctx context.Context) {
 		e.stopLeading("renewal deadline passed", true)
 	case renew, acquire:
 		e.tryAcquireOrRenew(ctx)
+	case takeEarly:
+		e.takeEarly(ctx)
 	case takeOver:
 		if e.confirmExpiry(ctx) {
 			e.tryAcquireOrRenew(ctx)

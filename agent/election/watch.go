@@ -164,7 +164,7 @@ func (e *Elector) noteHolder(holder string) {
 	if holder == e.lastHolder {
 		return
 	}
-	e.lastHolder = holder
+	e.lastHolder, e.holderSeenAt = holder, e.clock.Now()
 	if e.cfg.Callbacks.OnNewLeader != nil {
 		e.cfg.Callbacks.OnNewLeader(holder)
 	}

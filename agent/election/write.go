@@ -84,7 +84,26 @@ func (e *Elector) get(ctx context.Context) (*coordinationv1.Lease, error) {
 }
 
 // tryAcquireOrRenew writes this candidate into the Lease, based on the version last seen.
-func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
+func (e *Elector) tryAcquireOrRenew(ctx context.Context) { e.writeLease(ctx, 0) }
+
+// takeEarly takes the Lease of a holder whose VIP fell silent (view.earlyAt). The write may
+// take until the record's expiry (timing.StalledRetryTimeout at least): where the silent
+// node led etcd, a proposal sent before etcd elected anew is lost and never answered. A
+// write that fails leaves this record to the expiry, whose read waits for etcd's election
+// (confirmExpiry); a failed early write is not retried, so it costs one request more at most.
+func (e *Elector) takeEarly(ctx context.Context) {
+	seen := e.observedAt
+	untilExpiry := e.observedAt.Add(e.followerWait()).Sub(e.clock.Now())
+	e.writeLease(ctx, max(untilExpiry, timing.StalledRetryTimeout))
+	if !e.leading && e.observedAt.Equal(seen) {
+		e.earlyFailedAt = seen
+		e.log.Info("Taking the Lease of a silent holder early failed; waiting for its expiry", "holder", holderOf(e.observed))
+	}
+}
+
+// writeLease is tryAcquireOrRenew with a follower's write bounded by timeout (0: a retry
+// period).
+func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 	start := e.clock.Now()
 	e.renewLate = false // a failed write is retried at the usual pace
 	if e.observed == nil {
@@ -108,6 +127,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) {
 	}
 
 	deadline := start.Add(e.cfg.Timings.RetryPeriod)
+	if timeout > 0 {
+		deadline = start.Add(timeout)
+	}
 	e.lastAttempt = start
 	if e.leading {
 		deadline = e.renewDeadline(start)

@@ -47,6 +47,24 @@
 // StalledRetryWait + TakeoverRoom ≤ V, since its node serves on the VIP until its lapse
 // and the follower's guard waits for that anyway, and it is skipped otherwise.
 //
+// A fourth case is a holder that fell silent on L2 (its link went down, its node lost the
+// segment): a follower that heard the VIP answer after it first saw this holder's record,
+// and then heard no answer from any family for EarlyTakeoverSilence while it probed every
+// FollowerProbeInterval, takes the Lease before the term expires, by a write on the
+// resourceVersion it saw, so that of several followers one wins. Still never two holders:
+// silence means no kernel answers for the VIP; the taker adds it only after its own guard;
+// and a holder that is alive learns of the takeover from its watch or its next renewal's
+// conflict and removes the VIP. While its term runs it never adds a missing VIP without the
+// guard: a refresh only refreshes an address that is there, and a VIP that went missing
+// (removed by hand, or by the health gate on link down) goes back through the guard, which
+// waits while the taker answers. A follower that never heard the holder (a fresh holder still
+// in its guard, a network that filters ARP replies) waits for the expiry, so a misconfigured
+// network cannot make the Lease ping-pong. The case assumes what the guard does (L2
+// reachability, answers within TakeoverReplyBound), that the follower's own link is up (it
+// probes only while healthy), and that a new holder does not stall for longer than
+// EarlyTakeoverSilence − TakeoverSilence between its guard's verdict and its first answer.
+// A false silence (4 answers in a row lost) costs a needless move, not a second holder.
+//
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
 // OnRenewing) and, when V is shorter than L, on every keeper tick until RefreshBy(S) =
@@ -140,6 +158,19 @@ const (
 	// SlowWriteRoom is the time the defaults leave between RetryPeriod and RenewDeadline: a
 	// renewal write may take this long before the term ends and the VIP goes (review M3).
 	SlowWriteRoom = 300 * time.Millisecond
+	// FollowerProbeInterval is the pause between two probes (ARP request, neighbour
+	// solicitation) a follower sends for each VIP to learn whether the holder still answers
+	// (EarlyTakeoverSilence). Ten small broadcasts a second per follower and VIP: no API
+	// request, and a silence is seen within one interval of the threshold.
+	FollowerProbeInterval = 100 * time.Millisecond
+	// EarlyTakeoverSilence is how long every VIP family must have gone unanswered, with this
+	// follower probing every FollowerProbeInterval, before it takes the Lease of a holder it
+	// had heard answer (the holder's link or node is gone: its term would only run out).
+	// Four probes in a row lost by a holder that answers (0.02^4 = 1.6e-7 at 2 % loss, as
+	// the guard), and far above TakeoverSilence, the guard's verdict of a new holder that is
+	// about to answer. A false silence is not a second holder: the taker's guard still waits
+	// while the holder answers, and the holder steps down on the new record.
+	EarlyTakeoverSilence = 4 * FollowerProbeInterval
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to

@@ -135,6 +135,19 @@ func (a *Address) Ensure() (bool, error) {
 	return true, nil
 }
 
+// Refresh resets the VIP's lifetime if it is there and reports whether it was; it never adds
+// it. A replace would create it, so it lists the family's addresses first.
+func (a *Address) Refresh() (bool, error) {
+	if present, err := a.Present(); err != nil || !present {
+		return false, err
+	}
+	if err := a.h.AddrReplace(a.link, a.netlinkAddr()); err != nil {
+		a.relink(err)
+		return false, fmt.Errorf("refreshing %s on %s: %w", a.vip, a.Interface(), err)
+	}
+	return true, nil
+}
+
 // Remove removes the VIP and reports whether it was there.
 func (a *Address) Remove() (bool, error) {
 	err := a.h.AddrDel(a.link, a.netlinkAddr())

@@ -487,6 +487,13 @@ type ipv6System struct{ sut.System }
 
 func (s ipv6System) Name() string { return s.System.Name() + report.IPv6Suffix }
 
+// KeepsOffEtcdLeader passes sut.EtcdAware on: the embedded interface hides it, and the
+// runner would then never hand etcd's leadership away before an IPv6 link-down run.
+func (s ipv6System) KeepsOffEtcdLeader() bool {
+	aware, ok := s.System.(sut.EtcdAware)
+	return ok && aware.KeepsOffEtcdLeader()
+}
+
 // benchIPv6 measures the -ipv6 systems on a second harness whose VIP is IPv6, and adds
 // their rows to res.
 func benchIPv6(ctx context.Context, log logr.Logger, o options, bins binaries, res *report.Results, work string) error {

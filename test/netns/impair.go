@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -261,4 +262,21 @@ func (a *ImpairedARP) stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// DropVIPClaims makes the harness's bridge drop every ARP packet whose sender address is
+// ip (replies and announcements for the VIP), as a network that filters ARP replies
+// would; the nodes' other ARP traffic passes. The returned function removes the rule.
+func (h *Harness) DropVIPClaims(ctx context.Context, ip netip.Addr) (func(context.Context) error, error) {
+	if h.opts.NIC != nil {
+		return nil, errors.New("dropping VIP claims needs the harness's bridge")
+	}
+	rule := []string{"FORWARD", "-p", "ARP", "--arp-ip-src", ip.String(), "-j", "DROP"}
+	if _, err := runIn(ctx, h.bridge.name, "ebtables", append([]string{"-A"}, rule...)...); err != nil {
+		return nil, fmt.Errorf("ebtables in %s: %w", h.bridge.name, err)
+	}
+	return func(ctx context.Context) error {
+		_, err := runIn(ctx, h.bridge.name, "ebtables", append([]string{"-D"}, rule...)...)
+		return err
+	}, nil
 }

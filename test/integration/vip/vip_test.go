@@ -156,6 +156,34 @@ func TestVIPOnTheKernel(t *testing.T) {
 	})
 }
 
+// Refresh resets the lifetime of a VIP that is there and never adds a missing one: a leader
+// whose VIP was removed must take it back through the guard.
+func TestRefreshNeverAdds(t *testing.T) {
+	inNamespace(t, func(run func(args ...string) string) {
+		a, err := vip.New("dummy0", address, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if present, err := a.Refresh(); err != nil || present {
+			t.Fatalf("Refresh of a missing VIP = %v, %v; want not present", present, err)
+		}
+		if shown := run("-o", "addr", "show", "dev", "dummy0"); strings.Contains(shown, "198.18.5.100/32") {
+			t.Fatalf("Refresh added the missing VIP: %q", shown)
+		}
+		if _, err := a.Ensure(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		if present, err := a.Refresh(); err != nil || !present {
+			t.Fatalf("Refresh of a VIP that is there = %v, %v; want present", present, err)
+		}
+		if shown := run("-o", "addr", "show", "dev", "dummy0"); !strings.Contains(shown, "valid_lft 2sec") {
+			t.Errorf("after Refresh ip addr shows %q, want valid_lft 2sec again", shown)
+		}
+	})
+}
+
 func TestLinkWatch(t *testing.T) {
 	inNamespace(t, func(run func(args ...string) string) {
 		a, err := vip.New("dummy0", address, time.Second)

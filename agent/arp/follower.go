@@ -1,0 +1,114 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package arp
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
+)
+
+// Prober is a follower's ear on the VIP: while it is active it asks for the VIP every
+// timing.FollowerProbeInterval, with the takeover guard's request (ARP, or neighbour
+// solicitation for IPv6), and records when another host last answered. A holder whose
+// link or node is gone falls silent long before its term runs out; the election takes its
+// Lease early on that silence (election.Config.VIPSilence). It sends no API request.
+type Prober struct {
+	iface    string
+	vip      netip.Addr
+	onSilent func()
+	log      logr.Logger
+
+	mu          sync.Mutex
+	heardAt     time.Time
+	silentSince time.Time
+}
+
+// NewProber returns the prober of vip on the named interface. onSilent is called once per
+// silence, when it reaches timing.EarlyTakeoverSilence, so that the election decides then.
+func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *Prober {
+	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log}
+}
+
+// Silence returns when another host last answered for the VIP (zero for never), and since
+// when it has been silent while probed (zero while the prober does not probe).
+func (p *Prober) Silence() (heardAt, silentSince time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heardAt, p.silentSince
+}
+
+// Run probes while active reports true, until ctx is done. A socket that fails is opened
+// again on the next tick; the silence counts from then.
+func (p *Prober) Run(ctx context.Context, active func() bool) {
+	t := time.NewTicker(timing.FollowerProbeInterval)
+	defer t.Stop()
+	var pr probe
+	closeProbe := func() {
+		if pr != nil {
+			_ = pr.Close()
+			pr = nil
+		}
+		p.set(time.Time{}, false)
+	}
+	defer closeProbe()
+	poked := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !active() {
+			closeProbe()
+			continue
+		}
+		if pr == nil {
+			var err error
+			if pr, err = openProbe(p.iface, p.vip); err != nil {
+				p.log.Error(err, "Opening the follower's probe of the VIP failed", "vip", p.vip)
+				continue
+			}
+			p.set(time.Now(), false)
+			poked = false
+		}
+		// Drain first: an answer to the last request, however late, ends the silence.
+		who, err := pr.drain()
+		if err == nil {
+			err = pr.send()
+		}
+		if err != nil {
+			p.log.Error(err, "Probing the VIP as a follower failed", "vip", p.vip)
+			closeProbe()
+			continue
+		}
+		now := time.Now()
+		if who != "" {
+			p.set(now, true)
+			poked = false
+		}
+		if _, since := p.Silence(); !poked && now.Sub(since) >= timing.EarlyTakeoverSilence {
+			poked = true
+			if p.onSilent != nil {
+				p.onSilent()
+			}
+		}
+	}
+}
+
+// set starts a silence at since (zero: not probing); heard says another host answered then.
+func (p *Prober) set(since time.Time, heard bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silentSince = since
+	if heard {
+		p.heardAt = since
+	}
+}
