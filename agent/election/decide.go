@@ -25,8 +25,8 @@ const (
 	resign
 	// expire: the term ended without a renewal; the leader stops and releases.
 	expire
-	// acquire: a follower takes a release, its own record, an offer or the Lease of a holder
-	// whose VIP fell silent (earlyAt) at once, by a write on the observed resourceVersion.
+	// acquire: a follower takes a release, its own record or an offer at once, by a write on
+	// the observed resourceVersion.
 	acquire
 	// takeOver: nobody renewed the Lease for the follower's wait; it reads the Lease to
 	// confirm (confirmExpiry), then takes it.
