@@ -126,20 +126,13 @@ func TestFollowerWhoseReadStallsLeavesTheHolderTimeToRenew(t *testing.T) {
 // to leave time to. Where one answers, it waits as before.
 func TestFollowerWhoseReadStallsTakesAnUnansweredVIPAtOnce(t *testing.T) {
 	for _, answered := range []bool{false, true} {
-		h := newHarness()
 		tm := timing.Defaults()
-		a, _ := h.candidate(t, "node-a", tm)
-		probes := 0
-		b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm,
-			VIPAnswered: func(context.Context) bool { probes++; return answered }})
-		a.tryAcquireOrRenew(context.Background())
-		b.observe(h.leases.current(), false)
-		h.clock.Step(tm.LeaseDuration)
+		h, _, b, probes := expiredWithVIP(t, tm, answered)
 
 		h.leases.readDelay = 2 * timing.StalledReadThreshold
 		b.step(context.Background())
-		if probes != 1 {
-			t.Fatalf("answered=%v: the follower probed the VIP %d times after a stalled read, want once", answered, probes)
+		if *probes != 1 {
+			t.Fatalf("answered=%v: the follower probed the VIP %d times after a stalled read, want once", answered, *probes)
 		}
 		if b.leading == answered {
 			t.Fatalf("answered=%v: leading=%v after a stalled read", answered, b.leading)
@@ -176,6 +169,20 @@ func TestFollowerRetriesUnderWriteErrorsBackOffWithJitter(t *testing.T) {
 	}
 }
 
+// expiredWithVIP returns node-a, which took the Lease, and node-b, which saw it do so and
+// whose probe of the VIP says answered (probes counts its calls), one lease duration later.
+func expiredWithVIP(t *testing.T, tm timing.Timings, answered bool) (h *harness, holder, follower *Elector, probes *int) {
+	t.Helper()
+	h, probes = newHarness(), new(int)
+	holder, _ = h.candidate(t, "node-a", tm)
+	follower, _ = h.candidateWith(t, Config{Identity: "node-b", Timings: tm,
+		VIPAnswered: func(context.Context) bool { *probes++; return answered }})
+	holder.tryAcquireOrRenew(context.Background())
+	follower.observe(h.leases.current(), false)
+	h.clock.Step(tm.LeaseDuration)
+	return h, holder, follower, probes
+}
+
 // leaderAndFollower returns node-a, which holds the Lease, and node-b, which saw it do so.
 func (h *harness) leaderAndFollower(t *testing.T, tm timing.Timings) (leader, follower *Elector) {
 	t.Helper()
@@ -193,14 +200,7 @@ func (h *harness) leaderAndFollower(t *testing.T, tm timing.Timings) (leader, fo
 func TestFollowerWhosePromptReadFindsTheVIPAnsweredLeavesTheHolderARetry(t *testing.T) {
 	tm := timing.Defaults()
 	for _, answered := range []bool{false, true} {
-		h := newHarness()
-		a, _ := h.candidate(t, "node-a", tm)
-		probes := 0
-		b, _ := h.candidateWith(t, Config{Identity: "node-b", Timings: tm,
-			VIPAnswered: func(context.Context) bool { probes++; return answered }})
-		a.tryAcquireOrRenew(context.Background())
-		b.observe(h.leases.current(), false)
-		h.clock.Step(tm.LeaseDuration)
+		h, a, b, probes := expiredWithVIP(t, tm, answered)
 
 		b.step(context.Background())
 		if b.leading != !answered {
@@ -233,8 +233,8 @@ func TestFollowerWhosePromptReadFindsTheVIPAnsweredLeavesTheHolderARetry(t *test
 		if !b.leading {
 			t.Fatal("the follower did not take a Lease left unchanged for a retry")
 		}
-		if probes != 2 {
-			t.Fatalf("the follower probed the VIP %d times for two expired records, want once per record", probes)
+		if *probes != 2 {
+			t.Fatalf("the follower probed the VIP %d times for two expired records, want once per record", *probes)
 		}
 	}
 }

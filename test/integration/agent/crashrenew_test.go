@@ -43,16 +43,7 @@ import (
 func TestCrashWhileARenewalIsOnTheWire(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvcr-", ControlPlane: true})
-	traps := map[string]*renewalTrap{}
-	for _, n := range h.Nodes() {
-		traps[n.Name()] = startRenewalTrap(ctx, t, h, n)
-	}
-	c := agent.NewCluster(h, agentBin)
-	c.Kubeconfig = func(n *netns.Node) string { return traps[n.Name()].kubeconfig }
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, traps, c := startTrappedCluster(ctx, t, "kvcr-")
 	timings := timing.Defaults()
 	const rounds = 3
 
@@ -107,6 +98,23 @@ func TestCrashWhileARenewalIsOnTheWire(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startTrappedCluster starts the agents of a new control plane, each talking to its node's
+// kube-apiserver through a renewal trap.
+func startTrappedCluster(ctx context.Context, t *testing.T, prefix string) (*netns.Harness, map[string]*renewalTrap, *agent.Cluster) {
+	t.Helper()
+	h := netns.NewForTest(t, netns.Options{Prefix: prefix, ControlPlane: true})
+	traps := map[string]*renewalTrap{}
+	for _, n := range h.Nodes() {
+		traps[n.Name()] = startRenewalTrap(ctx, t, h, n)
+	}
+	c := agent.NewCluster(h, agentBin)
+	c.Kubeconfig = func(n *netns.Node) string { return traps[n.Name()].kubeconfig }
+	if err := c.StartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h, traps, c
 }
 
 // leaseAcquired reads the Lease through via's kube-apiserver and returns its acquireTime

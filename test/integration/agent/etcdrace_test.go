@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
-	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -37,16 +36,7 @@ func TestFollowersLeaveAStalledHolderItsRetry(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kver-", ControlPlane: true})
-	traps := map[string]*renewalTrap{}
-	for _, n := range h.Nodes() {
-		traps[n.Name()] = startRenewalTrap(ctx, t, h, n)
-	}
-	c := agent.NewCluster(h, agentBin)
-	c.Kubeconfig = func(n *netns.Node) string { return traps[n.Name()].kubeconfig }
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, traps, c := startTrappedCluster(ctx, t, "kver-")
 
 	const past = 50 * time.Millisecond // the window ends this long after the followers' expiry
 	for round, mode := range []stallMode{stallAnswered, stallHeld, stallAnswered, stallHeld} {

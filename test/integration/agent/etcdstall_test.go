@@ -7,8 +7,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,7 +88,7 @@ func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 	t.Logf("the VIP left its holder in runs %v of %d", moved, len(phases))
 	for _, n := range h.Nodes() {
 		if p := c.Agent(n); p != nil {
-			logStalls(t, n, p.LogPath())
+			logLines(t, n, p.LogPath(), "stall") // how long each stall lasted
 		}
 	}
 	t.Logf("longest client outage over the runs: %s", worst)
@@ -137,20 +135,5 @@ func assertEtcdMetricsRead(ctx context.Context, t *testing.T, h *netns.Harness) 
 			t.Fatalf("the agents do not read gardenadm's etcd metrics listener: %v", missing)
 		}
 		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// logStalls logs the agent's lines about stalled renewals: how long each stall lasted.
-func logStalls(t *testing.T, n *netns.Node, path string) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Logf("%s: %v", n, err)
-		return
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.Contains(line, "stall") {
-			t.Logf("%s: %s", n, line)
-		}
 	}
 }
