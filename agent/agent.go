@@ -66,7 +66,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	n := &node{log: log, metrics: m}
 	k := newKeeper(keeperOptions{
 		Address: set.addresses, Announcer: set.announce, Guard: set.guard, Clock: clk, Log: log, Metrics: m,
-		ARPInterval: cfg.ARPInterval, OnUnfit: n.onUnfit,
+		ARPInterval: cfg.ARPInterval, OnUnfit: n.onUnfit, OnMissing: n.onVIPMissing,
 	})
 	n.keeper = k
 	// Whatever happens, the VIP does not outlive the agent.
@@ -140,6 +140,16 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	})
 	if err != nil {
 		return err
+	}
+	// A VIP removed while held is noticed at once, not at the next renewal (missing.go).
+	for _, addr := range set.addrs {
+		err = addr.WatchRemoval(linkDone, vip.AddressWatch{
+			OnRemoved: k.VIPRemoved,
+			OnRestart: func(err error) { log.Error(err, "The address watch ended; subscribing again and checking the VIP") },
+		})
+		if err != nil {
+			return err
+		}
 	}
 
 	var wg sync.WaitGroup

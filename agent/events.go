@@ -6,6 +6,7 @@ package agent
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -49,8 +50,13 @@ func (n *node) onLeading(term timing.Term, newTerm bool) {
 	n.keeper.Leading(term, newTerm)
 }
 
-// onRenewing: a renewal is about to be written; the VIP's lifetime starts again with it.
-func (n *node) onRenewing() { n.keeper.Renewing() }
+// onRenewing: a renewal that started at start is about to be written; the VIP's lifetime
+// starts again with it.
+func (n *node) onRenewing(start time.Time) { n.keeper.Renewing(start) }
+
+// onVIPMissing: the keeper found the VIP missing while held; it goes back on only after a
+// renewal, so the election renews at once instead of at its next regular renewal.
+func (n *node) onVIPMissing() { n.elector.RenewNow() }
 
 // onAcquiring: an acquisition write is about to go out; the takeover guard probes while it
 // is on the wire.

@@ -23,6 +23,8 @@ type address interface {
 	// Refresh refreshes the kernel lifetime of the address if it is there, and never adds
 	// it; present says whether it was.
 	Refresh() (present bool, err error)
+	// Present reports whether the address is there, and changes nothing.
+	Present() (bool, error)
 	// Remove removes the address and reports whether it was there.
 	Remove() (removed bool, err error)
 }
@@ -64,6 +66,7 @@ type keeper struct {
 
 	tick         time.Duration // refresh and presence-check interval
 	onUnfit      func()        // called when the keeper cannot put the VIP on (see fit)
+	onMissing    func()        // asks the election for a renewal at once (see missing.go)
 	arpInterval  time.Duration // gratuitous ARP refresh after the burst
 	burstOffsets []time.Duration
 
@@ -80,6 +83,10 @@ type keeper struct {
 	nextSweep time.Time
 	// heldElsewhere is the host the guard last found holding the VIP; "" when none.
 	heldElsewhere string
+	// missingSince: the VIP went missing in this term (not by the keeper's hand); it goes
+	// back on only in a term whose write started at or after this (missing.go). Zero when
+	// none is missing.
+	missingSince time.Time
 
 	// probing is held by the one caller that runs the guard, outside mu: probing takes up
 	// to a tick, and Holding, SetHealthy and Following must not wait for it.
@@ -117,6 +124,9 @@ type keeperOptions struct {
 	// OnUnfit is called when the keeper has failed for failureGrace to put the VIP on
 	// while leading (see fit); nil for none.
 	OnUnfit func()
+	// OnMissing is called, under the keeper's lock, when the VIP went missing while held:
+	// it asks the election for a renewal at once and must not block; nil for none.
+	OnMissing func()
 }
 
 func newKeeper(o keeperOptions) *keeper {
@@ -128,7 +138,7 @@ func newKeeper(o keeperOptions) *keeper {
 	}
 	return &keeper{
 		addr: o.Address, announcer: o.Announcer, guard: o.Guard, clock: o.Clock, log: o.Log, metrics: o.Metrics,
-		tick: o.Tick, arpInterval: o.ARPInterval, onUnfit: o.OnUnfit,
+		tick: o.Tick, arpInterval: o.ARPInterval, onUnfit: o.OnUnfit, onMissing: o.OnMissing,
 		// Takeover burst: at once, then again shortly after, in case a packet was lost or a
 		// switch was still learning.
 		burstOffsets: []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, time.Second},
@@ -154,23 +164,30 @@ func (k *keeper) Leading(term timing.Term, newTerm bool) {
 			k.takeoverSince = k.clock.Now()
 		}
 		k.acquiring, k.stopEarly = false, nil // the probing ahead of the write goes on
+		k.missingSince = time.Time{}
 		k.metrics.transition(true)
+	}
+	if !term.Start.Before(k.missingSince) {
+		k.missingSince = time.Time{} // a write of this node's own began after the loss: it may go back on
 	}
 	k.mu.Unlock()
 	// Put the VIP on at once rather than on the next tick: this is the takeover.
 	k.reconcile(context.Background())
 }
 
-// Renewing is the election's OnRenewing callback: a renewal is about to be written. A VIP
-// on the NIC in a term that has not ended is refreshed now, past RefreshBy too: should the
-// write commit and this process die before it learns so, followers take over a lease
-// duration after the write, and the VIP lasts a lifetime from here (package timing).
-func (k *keeper) Renewing() {
+// Renewing is the election's OnRenewing callback: a renewal that started at start is
+// about to be written. A VIP on the NIC in a term that has not ended is refreshed now, past
+// RefreshBy too: should the write commit and this process die before it learns so,
+// followers take over a lease duration after the write, and the VIP lasts a lifetime from
+// here (package timing). A VIP found missing here may go back on once this write succeeded.
+func (k *keeper) Renewing(start time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.clock.Now()
 	if s := k.stateLocked(now); s == held || s == lapsing {
-		k.refreshLocked(context.Background(), now)
+		if !k.refreshLocked(context.Background(), now) {
+			k.missingSince = start
+		}
 	}
 }
 
@@ -298,7 +315,10 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 		// Announcements continue.
 		k.announceLocked(ctx, now)
 	case held:
-		k.refreshLocked(ctx, now)
+		if !k.refreshLocked(ctx, now) {
+			k.askRenewalLocked()
+			return takeoverDue
+		}
 	}
 	return done
 }
@@ -322,20 +342,19 @@ func (k *keeper) sweepLocked(now time.Time) {
 	}
 }
 
-// refreshLocked refreshes the VIP's kernel lifetime and announces it. A VIP that somebody
-// removed is not added back here: another node may have taken the Lease on the silence
-// meanwhile (election, early takeover) and be adding it; it goes back through the guard.
-func (k *keeper) refreshLocked(ctx context.Context, now time.Time) {
+// refreshLocked refreshes the VIP's kernel lifetime and announces it, and reports whether
+// the VIP was there. A VIP that somebody removed is not added back here: another node may
+// have taken the Lease on the silence meanwhile (election, early takeover) and be adding
+// it; it goes back through the guard after a write of this node's own (missingLocked).
+func (k *keeper) refreshLocked(ctx context.Context, now time.Time) (present bool) {
 	present, err := k.addr.Refresh()
 	if err != nil {
 		k.log.Error(err, "Refreshing the VIP failed")
-		return
+		return true // nothing learned; the next check decides
 	}
 	if !present {
-		k.present, k.takeoverSince = false, now
-		k.metrics.vipPresent.Set(0)
-		k.log.Info("The VIP went missing while leading; adding it back once the guard finds it free")
-		return
+		k.missingLocked(now)
+		return false
 	}
 	// Re-check after the write: a process frozen between the check above and the write may
 	// have resumed after its term, when another node may already hold the VIP; remove it
@@ -343,9 +362,10 @@ func (k *keeper) refreshLocked(ctx context.Context, now time.Time) {
 	// next leader's guard waits for it.)
 	if !k.clock.Now().Before(k.term.End) {
 		k.dropLocked("the VIP was refreshed after the term ended")
-		return
+		return true
 	}
 	k.announceLocked(ctx, now)
+	return true
 }
 
 func (k *keeper) drop(reason string) {
@@ -358,7 +378,7 @@ func (k *keeper) drop(reason string) {
 // term; everything else ends it.
 func (k *keeper) dropLocked(reason string) bool {
 	if !k.suspended {
-		k.term = timing.Term{}
+		k.term, k.missingSince = timing.Term{}, time.Time{}
 	}
 	k.present = false
 	removed, err := k.addr.Remove()

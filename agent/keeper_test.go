@@ -61,6 +61,11 @@ func (f *fakeAddress) Refresh() (bool, error) {
 	return err == nil, err
 }
 
+func (f *fakeAddress) Present() (bool, error) {
+	f.expire()
+	return f.present, nil
+}
+
 func (f *fakeAddress) Remove() (bool, error) {
 	f.removes++
 	if f.failRemove != nil {
@@ -186,15 +191,15 @@ func TestARenewalOnTheWireRefreshesTheVIP(t *testing.T) {
 	if !addr.present || !clk.Now().After(term.RefreshBy) {
 		t.Fatalf("at the renewal (%v): VIP present %v, RefreshBy %v; want a lapsing VIP", clk.Now(), addr.present, term.RefreshBy)
 	}
-	k.Renewing()
+	k.Renewing(clk.Now())
 	if want := clk.Now().Add(addr.lifetime + timing.KernelExpiryLateness); !addr.expiresAt.Equal(want) {
 		t.Fatalf("the VIP runs out at %v, want a lifetime from the renewal's start (%v)", addr.expiresAt, want)
 	}
 	clk.SetTime(term.End)
 	ensures := addr.ensures
-	k.Renewing()
+	k.Renewing(clk.Now())
 	k.SetHealthy(false)
-	k.Renewing()
+	k.Renewing(clk.Now())
 	if addr.ensures != ensures {
 		t.Fatalf("%d refreshes at a renewal after the term ended or with the gate closed, want none", addr.ensures-ensures)
 	}
@@ -231,7 +236,7 @@ func TestRenewalsKeepTheVIPWithoutGaps(t *testing.T) {
 			}
 		}
 		// The renewal refreshes the VIP as it starts (OnRenewing) and takes 50ms.
-		k.Renewing()
+		k.Renewing(clk.Now())
 		clk.Step(50 * time.Millisecond)
 		k.Leading(termAt(renewAt), false)
 	}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // A VIP that went missing while this node leads (removed by hand) comes back only through
@@ -30,7 +32,7 @@ func TestMissingVIPComesBackOnlyThroughTheGuard(t *testing.T) {
 		if addr.present {
 			t.Fatalf("a tick re-added the missing VIP while another host answers for it (%d probes)", g.probes)
 		}
-		k.Renewing()
+		k.Renewing(clk.Now())
 		if addr.present {
 			t.Fatalf("a renewal's refresh re-added the missing VIP while another host answers for it (%d probes)", g.probes)
 		}
@@ -62,7 +64,7 @@ func TestVIPBackAfterTheHealthGateGoesThroughTheGuard(t *testing.T) {
 	g.freeAt = clk.Now().Add(500 * time.Millisecond) // a follower took over meanwhile
 	clk.Step(k.tick)
 	k.SetHealthy(true)
-	k.Renewing()
+	k.Renewing(clk.Now())
 	for clk.Now().Add(k.tick).Before(g.freeAt) {
 		clk.Step(k.tick)
 		k.reconcile(context.Background())
@@ -74,5 +76,67 @@ func TestVIPBackAfterTheHealthGateGoesThroughTheGuard(t *testing.T) {
 	k.reconcile(context.Background())
 	if !addr.present {
 		t.Fatal("the VIP did not come back once the guard found it free")
+	}
+}
+
+// A VIP found missing at a renewal goes back on only once that renewal's write succeeded:
+// while it is on the wire a follower's early write, on the record this node wrote last, may
+// win the compare-and-swap, and that follower's guard hears the same silence as this one.
+// The write fails here, so the VIP never comes back in this term.
+func TestAVIPMissingAtARenewalWhoseWriteFailsIsNotAdded(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	k.guard = &fakeGuard{clock: clk} // nobody answers: the guard finds the VIP free at once
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	advance(k, clk, timingDefaults.RetryPeriod)
+	addr.present = false  // somebody ran `ip addr del`
+	k.Renewing(clk.Now()) // the renewal's write goes out, and fails: no Leading follows
+	for clk.Now().Before(term.End.Add(timing.ActiveRemovalLateness)) {
+		clk.Step(10 * time.Millisecond)
+		k.reconcile(context.Background())
+		if addr.present {
+			t.Fatalf("at S+%v the VIP was added back although the renewal begun after its loss had not succeeded",
+				clk.Now().Sub(term.Start))
+		}
+	}
+}
+
+// The address watch reports a removal mid-term (the VIP lapsing between renewals, as it
+// does with the defaults): the keeper asks for a renewal at once, keeps the VIP off while
+// that write is on the wire, and puts it back, announced, once the write succeeded.
+func TestAVIPMissingMidTermAsksForARenewalAndComesBackAfterIt(t *testing.T) {
+	k, addr, ann, clk := newTestKeeper(t)
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.guard = &fakeGuard{clock: clk}
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	advance(k, clk, 300*time.Millisecond)
+	if !clk.Now().After(term.RefreshBy) {
+		t.Fatalf("at S+%v the VIP is not lapsing (RefreshBy S+%v)", clk.Now().Sub(term.Start), term.RefreshBy.Sub(term.Start))
+	}
+	addr.present = false
+	k.VIPRemoved()
+	if asked != 1 {
+		t.Fatalf("the keeper asked for %d renewals when the VIP went missing mid-term, want 1", asked)
+	}
+	clk.Step(5 * time.Millisecond)
+	writeStart := clk.Now()
+	k.Renewing(writeStart)
+	advance(k, clk, 2*k.tick) // a slow write: the guard has long found the VIP free
+	if addr.present {
+		t.Fatal("the VIP went back on while the renewal begun after its loss was still on the wire")
+	}
+	before := len(ann.rounds)
+	k.Leading(termAt(writeStart), false)
+	if !addr.present {
+		t.Fatal("the VIP did not come back when the renewal begun after its loss succeeded")
+	}
+	if len(ann.rounds) != before+1 {
+		t.Fatalf("adding the VIP back sent %d announcements, want a new burst", len(ann.rounds)-before)
+	}
+	advance(k, clk, timingDefaults.RetryPeriod)
+	if asked != 1 || !addr.present {
+		t.Fatalf("after the VIP came back: %d renewals asked, VIP present %v; want 1 and true", asked, addr.present)
 	}
 }

@@ -54,7 +54,7 @@ func (k *keeper) takeover(ctx context.Context) {
 		}
 		k.heldElsewhere = holder
 	}
-	if !free {
+	if !free || k.awaitingWriteLocked() {
 		return
 	}
 	if k.heldElsewhere != "" {

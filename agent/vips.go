@@ -66,6 +66,19 @@ func (as addresses) Refresh() (present bool, err error) {
 	return present, errors.Join(errs...)
 }
 
+// Present reports whether every VIP is there (as Refresh: one missing family sends the
+// exposure back through the guard).
+func (as addresses) Present() (bool, error) {
+	var errs []error
+	present := true
+	for _, a := range as {
+		ok, err := a.Present()
+		present = present && ok
+		errs = append(errs, err)
+	}
+	return present, errors.Join(errs...)
+}
+
 // Remove removes every VIP; removed is true if any was there. The VIPs count as gone only
 // if every removal succeeded: otherwise the Lease is not released and the keeper retries
 // (the kernel lifetime removes a VIP whose removal keeps failing).

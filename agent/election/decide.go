@@ -16,8 +16,8 @@ type action int
 const (
 	// idle: nothing to do before wakeAt, a change of the Lease or a Poke.
 	idle action = iota
-	// renew: the leader renews, a retry period after its last renewal or at once after a
-	// late one.
+	// renew: the leader renews, a retry period after its last renewal, or at once after a
+	// late one or when the keeper asks (its VIP went missing).
 	renew
 	// stepDown: the Lease names another holder; the term ends and there is nothing to release.
 	stepDown
@@ -64,6 +64,7 @@ type view struct {
 	renewStarted time.Time
 	lastAttempt  time.Time
 	renewLate    bool
+	renewAsked   bool // the keeper asked for a renewal at once (Elector.RenewNow)
 	stalled      bool
 
 	// The follower.
@@ -110,7 +111,7 @@ func (v view) leaderAction(now time.Time) action {
 		return resign
 	case !now.Before(v.termEnd()):
 		return expire
-	case v.renewLate || !now.Before(v.renewStarted.Add(v.timings.RetryPeriod)):
+	case v.renewLate || v.renewAsked || !now.Before(v.renewStarted.Add(v.timings.RetryPeriod)):
 		return renew
 	}
 	return idle
@@ -119,7 +120,7 @@ func (v view) leaderAction(now time.Time) action {
 // leaderWake is when a leader looks again: at its next renewal, soon after a failed one.
 func (v view) leaderWake(now time.Time) time.Time {
 	switch {
-	case v.renewLate:
+	case v.renewLate, v.renewAsked:
 		return now
 	case v.stalled:
 		// Retry as soon as the last attempt's own timeout would have passed: etcd may have a

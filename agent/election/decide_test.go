@@ -61,6 +61,7 @@ func TestDecide(t *testing.T) {
 		{"leader whose renewal failed retries a quarter period later", leader(nil), r + 20*ms, renew, r + 20*ms + r/4},
 		{"leader retries at the end of its term at the latest", leader(nil), d - 100*ms, renew, d},
 		{"leader whose write came late renews at once", leader(func(v *view) { v.renewLate = true }), 300 * ms, renew, 300 * ms},
+		{"leader whose keeper asks renews at once", leader(func(v *view) { v.renewAsked = true }), 300 * ms, renew, 300 * ms},
 		{"leader ends its term at the deadline", leader(nil), d, expire, d},
 		{"leader steps down when the Lease names another holder", leader(func(v *view) { v.holder = "b" }), 500 * ms, stepDown, r},
 		{"leader that may not keep leading resigns", leader(func(v *view) { v.mayKeep = false }), 500 * ms, resign, r},

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -121,11 +122,11 @@ type Callbacks struct {
 	// again, and until when it may refresh the VIP. newTerm is true on the
 	// acquisition that starts a term.
 	OnLeading func(term timing.Term, newTerm bool)
-	// OnRenewing is called right before the leader writes a renewal. The write may commit
-	// although the leader dies before it learns so; followers then take over a lease
-	// duration after it, so the VIP must live on from here (package timing, "A renewal on
-	// the wire").
-	OnRenewing func()
+	// OnRenewing is called right before the leader writes a renewal that, if it succeeds,
+	// gives the term that starts at start. The write may commit although the leader dies
+	// before it learns so; followers then take over a lease duration after it, so the VIP
+	// must live on from here (package timing, "A renewal on the wire").
+	OnRenewing func(start time.Time)
 	// OnAcquiring is called right before a follower writes an acquisition, and
 	// OnAcquireFailed when that write failed. Between them the keeper may start its
 	// takeover guard, whose verdict it uses only after OnLeading.
@@ -169,6 +170,8 @@ type Elector struct {
 	// VIP could not be refreshed in that term and would lapse before the next regular
 	// renewal; the leader renews again at once instead of a retry period later.
 	renewLate bool
+	// renewAsked: the keeper asked for a renewal at once (RenewNow); the next write clears it.
+	renewAsked atomic.Bool
 	// failedAcquisitions counts this follower's failed takeover writes since its last
 	// success (followerRetry).
 	failedAcquisitions int
@@ -230,6 +233,15 @@ func New(cfg Config) (*Elector, error) {
 		cfg.MayKeep = cfg.Eligible
 	}
 	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1), rewatch: make(chan string, 1)}, nil
+}
+
+// RenewNow asks a leader to renew at once rather than at its next regular renewal: the
+// keeper found its VIP missing and adds it back only in a term that a write of its own
+// began after that (the compare-and-swap then keeps a follower's early write out). One
+// write per request; a follower ignores it. It never blocks.
+func (e *Elector) RenewNow() {
+	e.renewAsked.Store(true)
+	e.Poke()
 }
 
 // Poke asks the election to re-evaluate at once, for example after the eligibility
@@ -301,7 +313,7 @@ func (e *Elector) view() view {
 		timings: e.cfg.Timings, identity: e.cfg.Identity, leading: e.leading,
 		exists: e.observed != nil, holder: holderOf(e.observed), ownRecord: e.ownRecord(),
 		releaseSeen: e.releaseSeen, observedAt: e.observedAt, wait: e.followerWait(), stallNotBefore: e.stallNotBefore,
-		renewStarted: e.renewStarted, lastAttempt: e.lastAttempt, renewLate: e.renewLate, stalled: e.stalled,
+		renewStarted: e.renewStarted, lastAttempt: e.lastAttempt, renewLate: e.renewLate, renewAsked: e.renewAsked.Load(), stalled: e.stalled,
 		resignedAt: e.resignedAt, ineligibleAt: e.ineligibleAt, holderSeenAt: e.holderSeenAt, earlyFailedAt: e.earlyFailedAt,
 	}
 	if e.observed != nil {

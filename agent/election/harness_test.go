@@ -171,7 +171,7 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 		Clock:       h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
-			OnRenewing:       func() { rec.renewing = append(rec.renewing, h.clock.Now()) },
+			OnRenewing:       func(time.Time) { rec.renewing = append(rec.renewing, h.clock.Now()) },
 			OnAcquiring:      func() { rec.acquiring = append(rec.acquiring, holderOf(h.leases.current())) },
 			OnAcquireFailed:  func() { rec.acquireFailed++ },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },

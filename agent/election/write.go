@@ -105,7 +105,8 @@ func (e *Elector) takeEarly(ctx context.Context) {
 // period).
 func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 	start := e.clock.Now()
-	e.renewLate = false // a failed write is retried at the usual pace
+	e.renewLate = false       // a failed write is retried at the usual pace
+	e.renewAsked.Store(false) // this write answers RenewNow; a request made during it asks again
 	if e.observed == nil {
 		lease, err := e.create(ctx)
 		if apierrors.IsAlreadyExists(err) {
@@ -157,7 +158,7 @@ func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 
 	e.lastWrite = lease.Spec.RenewTime
 	if e.leading && renewing && e.cfg.Callbacks.OnRenewing != nil {
-		e.cfg.Callbacks.OnRenewing()
+		e.cfg.Callbacks.OnRenewing(start)
 	}
 	if !e.leading && e.cfg.Callbacks.OnAcquiring != nil {
 		e.cfg.Callbacks.OnAcquiring()

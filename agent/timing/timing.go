@@ -56,8 +56,19 @@
 // and a holder that is alive learns of the takeover from its watch or its next renewal's
 // conflict and removes the VIP. While its term runs it never adds a missing VIP without the
 // guard: a refresh only refreshes an address that is there, and a VIP that went missing
-// (removed by hand, or by the health gate on link down) goes back through the guard, which
-// waits while the taker answers. A follower that never heard the holder (a fresh holder still
+// goes back through the guard, which waits while the taker answers. One removed by anything
+// but the keeper (by hand) goes back only in a term that a write of the holder's own began
+// after the loss, as after an acquisition: the holder notices the removal at once (its
+// address watch), renews at once, and its guard probes while that write is on the wire.
+// That write and a follower's early write are compare-and-swaps on the same record, so only
+// one side adds the VIP; a follower's early write on the record the holder then wrote
+// starts after it, and its guard hears the holder unless the holder stalls after its write
+// (the stall assumption below). The add comes at the start of that new term, like a new
+// leader's, so a VIP found missing after RefreshBy is not added again in the term whose
+// refreshes ended. Back within a write and TakeoverSilence, the VIP does not fall silent for
+// EarlyTakeoverSilence and does not move. (One that the health gate removed, on link down,
+// needs the guard alone: the election resigns on the closed gate at once.) A follower that
+// never heard the holder (a fresh holder still
 // in its guard, a network that filters ARP replies) waits for the expiry, so a misconfigured
 // network cannot make the Lease ping-pong. The case assumes what the guard does (L2
 // reachability, answers within TakeoverReplyBound), that the follower's own link is up (it

@@ -16,12 +16,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -174,156 +171,6 @@ func (a *Address) LinkUp() (bool, error) {
 func linkUsable(attrs *netlink.LinkAttrs) bool {
 	return attrs.Flags&net.FlagUp != 0 &&
 		(attrs.OperState == netlink.OperUp || attrs.OperState == netlink.OperUnknown)
-}
-
-// LinkWatch configures WatchLink.
-type LinkWatch struct {
-	// OnChange receives the interface's usability: first its state when the watch starts,
-	// then every change. It runs in a goroutine of its own and may block; the kernel's
-	// messages are read meanwhile, and only the latest state is delivered.
-	OnChange func(up bool)
-	// OnRestart receives the error that ended a subscription (typically ENOBUFS: the
-	// kernel dropped messages because the socket's buffer overflowed during a burst of
-	// link events). The watch then subscribes again and lists the links afresh, so no
-	// change is lost for good. May be nil.
-	OnRestart func(error)
-	// ReceiveBuffer is the socket's receive buffer in bytes; 0 means DefaultLinkWatchBuffer.
-	ReceiveBuffer int
-	// Namespace is the network namespace to watch; nil means the process's own, which
-	// is the agent's. A renewed subscription runs on another thread than the first, so a
-	// caller whose thread alone has entered a namespace must name it here (entering it
-	// again needs CAP_SYS_ADMIN, which the agent's pod does not have).
-	Namespace *netns.NsHandle
-}
-
-// DefaultLinkWatchBuffer is the link watch's receive buffer: room for a few thousand link
-// messages, a burst of pod teardowns on a busy node.
-const DefaultLinkWatchBuffer = 1 << 20
-
-// linkResubscribeDelay paces new subscriptions after one ended or failed.
-const linkResubscribeDelay = 100 * time.Millisecond
-
-// WatchLink reports the interface's usability to w.OnChange until done is closed.
-func (a *Address) WatchLink(done <-chan struct{}, w LinkWatch) error {
-	if w.ReceiveBuffer == 0 {
-		w.ReceiveBuffer = DefaultLinkWatchBuffer
-	}
-	force := true
-	updates, stop, lastErr, err := subscribeLinks(w.Namespace, w.ReceiveBuffer, &force)
-	if err != nil {
-		return fmt.Errorf("subscribing to link updates: %w", err)
-	}
-
-	var latest atomic.Int32 // 0 unknown, 1 down, 2 up
-	changed := make(chan struct{}, 1)
-	go func() { // delivery: may block in OnChange without stalling the reader
-		last := int32(0)
-		for {
-			select {
-			case <-done:
-				return
-			case <-changed:
-			}
-			if v := latest.Load(); v != last {
-				last = v
-				w.OnChange(v == 2)
-			}
-		}
-	}()
-	go func() { // reader
-		for {
-			for u := range updates {
-				// By name: an interface created again under the same name has a new index.
-				if u.Attrs().Name != a.name {
-					continue
-				}
-				v := int32(1)
-				if linkUsable(u.Attrs()) {
-					v = 2
-				}
-				latest.Store(v)
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-			close(stop)
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if w.OnRestart != nil {
-				w.OnRestart(lastErr.get())
-			}
-			for {
-				select {
-				case <-done:
-					return
-				case <-time.After(linkResubscribeDelay):
-				}
-				if updates, stop, lastErr, err = subscribeLinks(w.Namespace, w.ReceiveBuffer, &force); err == nil {
-					break
-				}
-				if w.OnRestart != nil {
-					w.OnRestart(fmt.Errorf("subscribing to link updates again: %w", err))
-				}
-			}
-		}
-	}()
-	return nil
-}
-
-// subscribeLinks subscribes to the link messages of the namespace and asks for a dump of
-// the existing links, so that the first messages give the current state; ns, if not nil,
-// names the namespace (see LinkWatch.Namespace). The channel is
-// closed when the subscription ends; closing stop releases its socket. lastErr holds the
-// last error the subscription reported. force says whether to force the buffer size past
-// net.core.rmem_max; it is cleared for good when that is not permitted.
-func subscribeLinks(ns *netns.NsHandle, buffer int, force *bool) (<-chan netlink.LinkUpdate, chan struct{}, *lastError, error) {
-	updates := make(chan netlink.LinkUpdate, 64)
-	stop := make(chan struct{})
-	lastErr := &lastError{}
-	opts := netlink.LinkSubscribeOptions{
-		Namespace: ns, ErrorCallback: lastErr.set, ListExisting: true,
-		ReceiveBufferSize: buffer, ReceiveBufferForceSize: *force,
-	}
-	err := netlink.LinkSubscribeWithOptions(updates, stop, opts)
-	if *force && errors.Is(err, unix.EPERM) {
-		// Forcing a buffer beyond net.core.rmem_max needs CAP_NET_ADMIN; take what the
-		// sysctl allows instead, from now on (the library leaks the socket of a
-		// subscription whose buffer could not be set, so this is tried once).
-		*force = false
-		opts.ReceiveBufferForceSize = false
-		err = netlink.LinkSubscribeWithOptions(updates, stop, opts)
-	}
-	if err != nil {
-		close(stop)
-		return nil, nil, nil, err
-	}
-	return updates, stop, lastErr, nil
-}
-
-// lastError keeps the last error a subscription reported; its callback runs in the
-// subscription's goroutine.
-type lastError struct {
-	mu  sync.Mutex
-	err error
-}
-
-func (l *lastError) set(err error) {
-	l.mu.Lock()
-	l.err = err
-	l.mu.Unlock()
-}
-
-func (l *lastError) get() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err == nil {
-		return errors.New("the link subscription ended")
-	}
-	return l.err
 }
 
 // DetectInterface picks the interface for the VIP: the one with an address whose subnet

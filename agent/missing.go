@@ -1,0 +1,67 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// A VIP that goes missing while this node holds it (removed by hand, or by anything but
+// the keeper) falls silent for the followers, and one of them takes the Lease early once
+// it heard nothing for timing.EarlyTakeoverSilence. So the keeper learns of the removal at
+// once (the address watch calls VIPRemoved), asks the election for a renewal at once, and
+// puts the VIP back, through the guard, only in a term that a write of its own began after
+// the loss, as a takeover does after its acquisition: the guard probes while the write is
+// on the wire, and its verdict counts once the write succeeded. That write and a
+// follower's early write are compare-and-swaps on the same record, so only one side adds
+// the VIP; and the add falls at the start of a new term, so it stretches the VIP's
+// lifetime no further than a takeover's add does.
+
+// VIPRemoved is the address watch's callback: the kernel reported the VIP removed, or the
+// watch was renewed and may have missed a removal. While the VIP is held it checks the NIC
+// (one address listing) and, if the VIP is gone, starts its way back.
+func (k *keeper) VIPRemoved() {
+	k.mu.Lock()
+	now := k.clock.Now()
+	missing := false
+	if s := k.stateLocked(now); s == held || s == lapsing {
+		present, err := k.addr.Present()
+		switch {
+		case err != nil:
+			k.log.Error(err, "Checking the VIP after the kernel reported a removal failed; the next renewal checks again")
+		case !present:
+			k.missingLocked(now)
+			k.askRenewalLocked()
+			missing = true
+		}
+	}
+	k.mu.Unlock()
+	if missing {
+		k.reconcile(context.Background()) // the guard probes now, while the renewal is on the wire
+	}
+}
+
+// missingLocked records that the VIP of this term went missing at now: it goes back through
+// the guard, whose probing starts now, and only once a write that starts at or after now
+// succeeded (Renewing moves that to the start of the write it is called for).
+func (k *keeper) missingLocked(now time.Time) {
+	k.present, k.takeoverSince, k.missingSince = false, now, now
+	k.metrics.vipPresent.Set(0)
+	k.log.Info("The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
+}
+
+// askRenewalLocked asks the election for a renewal at once.
+func (k *keeper) askRenewalLocked() {
+	if k.onMissing != nil {
+		k.onMissing()
+	}
+}
+
+// awaitingWriteLocked reports whether the VIP went missing in this term and no write of
+// this node's own has begun since: the guard's verdict does not count yet.
+func (k *keeper) awaitingWriteLocked() bool {
+	return !k.missingSince.IsZero() && k.term.Start.Before(k.missingSince)
+}
