@@ -61,20 +61,22 @@
 // after the loss, as after an acquisition: the holder notices the removal at once (its
 // address watch), renews at once, and its guard probes while that write is on the wire.
 // That write and a follower's early write are compare-and-swaps on the same record, so only
-// one side adds the VIP; a follower's early write on the record the holder then wrote
-// starts after it, and its guard hears the holder unless the holder stalls after its write
-// (the stall assumption below). The add comes at the start of that new term, like a new
-// leader's, so a VIP found missing after RefreshBy is not added again in the term whose
-// refreshes ended. Back within a write and TakeoverSilence, the VIP does not fall silent for
-// EarlyTakeoverSilence and does not move. (One that the health gate removed, on link down,
-// needs the guard alone: the election resigns on the closed gate at once.) A follower that
-// never heard the holder (a fresh holder still
-// in its guard, a network that filters ARP replies) waits for the expiry, so a misconfigured
-// network cannot make the Lease ping-pong. The case assumes what the guard does (L2
-// reachability, answers within TakeoverReplyBound), that the follower's own link is up (it
-// probes only while healthy), and that a new holder does not stall for longer than
-// EarlyTakeoverSilence − TakeoverSilence between its guard's verdict and its first answer.
-// A false silence (4 answers in a row lost) costs a needless move, not a second holder.
+// one side adds the VIP. A follower's early write on the record the holder then wrote
+// starts only once it saw that record, and its guard hears the holder unless the holder,
+// between its write's commit and its add, stalls for longer than that follower's watch and
+// TakeoverSilence; that follower must also have heard EarlyTakeoverSilence of silence,
+// which a holder that does not stall never lets pass. The add comes after the write, like a
+// new leader's after its acquisition, so a VIP found missing after RefreshBy is not added
+// again in the term whose refreshes ended. Back within a write and TakeoverSilence, the VIP
+// does not fall silent for EarlyTakeoverSilence and does not move. (One that the health
+// gate removed, on link down, needs the guard alone: the election resigns on the closed
+// gate at once.) A follower that never heard the holder (a fresh holder still in its guard,
+// a network that filters ARP replies) waits for the expiry, so a misconfigured network
+// cannot make the Lease ping-pong. The case assumes what the guard does (L2 reachability,
+// answers within TakeoverReplyBound), that the follower's own link is up (it probes only
+// while healthy), and that a new holder does not stall for longer than EarlyTakeoverSilence
+// − TakeoverSilence between its guard's verdict and its first answer. A false silence (4
+// answers in a row lost) costs a needless move, not a second holder.
 //
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
