@@ -4,7 +4,8 @@
 
 // Package vip_test checks the agent's VIP handling against the real kernel, inside a
 // network namespace of its own: the address shape, the kernel lifetime that removes the
-// VIP when nobody refreshes it, interface detection and link watching.
+// VIP when nobody refreshes it, interface detection, and the watches of the link and of the
+// VIP's removal.
 package vip_test
 
 import (
