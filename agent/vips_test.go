@@ -91,3 +91,24 @@ func TestDualStackAddFailureCountsForTheExposure(t *testing.T) {
 		t.Errorf("still fit to lead %s after the IPv6 VIP kept failing", failureGrace+k.tick)
 	}
 }
+
+// One family's VIP removed by hand sends the exposure back as a whole: the keeper asks for
+// a renewal and puts the missing VIP back with the other after it, as after a takeover.
+func TestDualStackOneFamilyMissingComesBackAfterARenewal(t *testing.T) {
+	k, addrs, _ := newDualStackKeeper(t)
+	clk := addrs[0].clock
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.Leading(termAt(clk.Now()), true)
+	advance(k, clk, 300*time.Millisecond)
+	addrs[1].present = false
+	k.VIPRemoved()
+	if asked != 1 || k.Holding() || addrs[1].present {
+		t.Fatalf("IPv6 VIP removed: %d renewals asked, holding %t, IPv6 on %t; want 1, false, false", asked, k.Holding(), addrs[1].present)
+	}
+	clk.Step(10 * time.Millisecond)
+	k.Leading(termAt(clk.Now()), false)
+	if !addrs[0].present || !addrs[1].present || !k.Holding() {
+		t.Fatalf("after the renewal IPv4 on: %t, IPv6 on: %t, holding %t; want both on and held", addrs[0].present, addrs[1].present, k.Holding())
+	}
+}
