@@ -194,6 +194,12 @@ func TestAgent(t *testing.T) {
 		for round := range removedRounds {
 			leader := prepare(t)
 			sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+			// The client talks to the VIP throughout, so that it has a neighbour entry to check.
+			prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
 			removed := time.Now()
 			if err := leader.RemoveAddress(ctx, h.VIPPrefix()); err != nil {
 				t.Fatal(err)
@@ -205,13 +211,15 @@ func TestAgent(t *testing.T) {
 			backAfter := time.Since(removed)
 			time.Sleep(settle)
 			rep := sampler.Stop()
+			res := prober.Stop()
 			assertNoOverlap(t, rep)
 			holders, err := h.Holders()
 			if err != nil || len(holders) != 1 || back != leader || holders[0] != leader {
 				t.Fatalf("round %d: the VIP came back on %s and rests on %v (%v), want the leader %s alone; changes %s",
 					round, back, netns.Names(holders), err, leader, changes(rep))
 			}
-			t.Logf("round %d: VIP back on the leader %s after %s; changes %s", round, leader, backAfter.Round(time.Millisecond), changes(rep))
+			t.Logf("round %d: VIP back on the leader %s after %s; changes %s; client: %d probes, longest outage %s",
+				round, leader, backAfter.Round(time.Millisecond), changes(rep), res.Probes, res.Longest().Round(time.Millisecond))
 			if err := h.Client().WaitNeighbor(ctxFor(t, ctx, 10*time.Second), h.VIP(), leader.MAC()); err != nil {
 				t.Error(err)
 			}

@@ -69,7 +69,7 @@ func TestRemovalWatch(t *testing.T) {
 				run("addr", "del", address.String()+"/32", "dev", "dummy0")
 				select {
 				case at := <-removed:
-					t.Logf("removal reported %s after `ip addr del` returned", at.Sub(deleted).Round(time.Microsecond))
+					t.Logf("removal reported %s after `ip addr del` started", at.Sub(deleted).Round(time.Microsecond))
 				case <-time.After(5 * time.Second):
 					t.Fatal("the VIP's removal by hand was not reported")
 				}
