@@ -87,6 +87,7 @@ type keeper struct {
 	// back on only in a term whose write started at or after this (missing.go). Zero when
 	// none is missing.
 	missingSince time.Time
+	lastAsked    time.Time // the last renewal asked for a missing VIP (askRenewalLocked)
 
 	// probing is held by the one caller that runs the guard, outside mu: probing takes up
 	// to a tick, and Holding, SetHealthy and Following must not wait for it.
@@ -316,7 +317,7 @@ func (k *keeper) reconcileLocked(ctx context.Context) step {
 		k.announceLocked(ctx, now)
 	case held:
 		if !k.refreshLocked(ctx, now) {
-			k.askRenewalLocked()
+			k.askRenewalLocked(now)
 			return takeoverDue
 		}
 	}

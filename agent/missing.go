@@ -34,7 +34,7 @@ func (k *keeper) VIPRemoved() {
 			k.log.Error(err, "Checking the VIP after the kernel reported a removal failed; the next renewal checks again")
 		case !present:
 			k.missingLocked(now)
-			k.askRenewalLocked()
+			k.askRenewalLocked(now)
 			missing = true
 		}
 	}
@@ -53,11 +53,19 @@ func (k *keeper) missingLocked(now time.Time) {
 	k.log.Info("The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
 }
 
-// askRenewalLocked asks the election for a renewal at once.
-func (k *keeper) askRenewalLocked() {
-	if k.onMissing != nil {
-		k.onMissing()
+// missingRenewalGap is the least time between two renewals the keeper asks for: a process
+// that keeps deleting the VIP must not turn the leader's renewals into a write loop
+// against the API server. A removal within it waits for the regular renewal.
+const missingRenewalGap = time.Second
+
+// askRenewalLocked asks the election for a renewal at once, at most once per
+// missingRenewalGap.
+func (k *keeper) askRenewalLocked(now time.Time) {
+	if k.onMissing == nil || (!k.lastAsked.IsZero() && now.Sub(k.lastAsked) < missingRenewalGap) {
+		return
 	}
+	k.lastAsked = now
+	k.onMissing()
 }
 
 // awaitingWriteLocked reports whether the VIP went missing in this term and no write of

@@ -140,3 +140,27 @@ func TestAVIPMissingMidTermAsksForARenewalAndComesBackAfterIt(t *testing.T) {
 		t.Fatalf("after the VIP came back: %d renewals asked, VIP present %v; want 1 and true", asked, addr.present)
 	}
 }
+
+// Something keeps deleting the VIP: the keeper asks for one extra renewal per
+// missingRenewalGap at most, and leaves the rest to the regular renewals.
+func TestAVIPDeletedAgainAndAgainAsksForOneRenewalPerGap(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.guard = &fakeGuard{clock: clk}
+	start := clk.Now()
+	for i := 0; clk.Now().Sub(start) < 2*missingRenewalGap+missingRenewalGap/2; i++ {
+		term := termAt(clk.Now())
+		k.Renewing(term.Start)
+		k.Leading(term, i == 0)
+		if !addr.present {
+			t.Fatalf("round %d: the VIP did not come back after a successful renewal", i)
+		}
+		addr.present = false
+		k.VIPRemoved()
+		advance(k, clk, 100*time.Millisecond)
+	}
+	if want := 3; asked != want {
+		t.Fatalf("over %v of deletions every 100 ms the keeper asked for %d renewals, want %d (one per %v)", clk.Now().Sub(start), asked, want, missingRenewalGap)
+	}
+}
