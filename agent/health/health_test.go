@@ -57,22 +57,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestMonitorFollowsReadyzWithThreshold(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
+	api, srv := readyAPI(t)
 
 	var ch changes
 	var probes atomic.Int32
-	m, err := New(Config{
-		Client: srv.Client(), URL: srv.URL + "/readyz",
+	m := newMonitor(t, srv, Config{
 		Period: 10 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3,
-		OnChange: ch.record, Log: logr.Discard(),
-		Observe: func(time.Duration, bool) { probes.Add(1) },
+		OnChange: ch.record, Observe: func(time.Duration, bool) { probes.Add(1) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if m.Healthy() {
 		t.Fatal("healthy before the first probe")
 	}
@@ -96,10 +88,7 @@ func TestMonitorFollowsReadyzWithThreshold(t *testing.T) {
 }
 
 func TestLinkDownIsUnhealthyAtOnce(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
+	_, srv := readyAPI(t)
 	m := startHealthy(t, srv, Config{Period: 10 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 2})
 	m.SetLink(false)
 	if m.Healthy() {
@@ -131,15 +120,8 @@ func TestUnreachableAPIServerIsUnhealthy(t *testing.T) {
 // only when the test calls probeOnce).
 func newProbed(t *testing.T) (*readyz, *httptest.Server, *Monitor) {
 	t.Helper()
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	t.Cleanup(srv.Close)
-	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour, Timeout: 200 * time.Millisecond,
-		FailureThreshold: 3, Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, srv := readyAPI(t)
+	m := newMonitor(t, srv, Config{Period: time.Hour, Timeout: 200 * time.Millisecond, FailureThreshold: 3})
 	m.probeOnce(context.Background())
 	if !m.Healthy() {
 		t.Fatal("not healthy after a good probe")
@@ -178,17 +160,10 @@ func TestNotReadyNeedsTheThreshold(t *testing.T) {
 // ProbeNow probes at once (a broken API connection), without waiting for the period, and
 // requests the API server served replace the periodic probes.
 func TestProbeNowAndServedRequests(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
+	api, srv := readyAPI(t)
 	var probes atomic.Int32
-	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: 20 * time.Millisecond,
-		Timeout: 200 * time.Millisecond, FailureThreshold: 1, Log: logr.Discard(),
+	m := newMonitor(t, srv, Config{Period: 20 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 1,
 		Observe: func(time.Duration, bool) { probes.Add(1) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m.Served()
@@ -203,11 +178,7 @@ func TestProbeNowAndServedRequests(t *testing.T) {
 		t.Fatalf("%d probes in 300 ms while the API server served requests every 5 ms; want them replaced", n)
 	}
 
-	m2, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Hour,
-		Timeout: 200 * time.Millisecond, FailureThreshold: 1, Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2 := newMonitor(t, srv, Config{Period: time.Hour, Timeout: 200 * time.Millisecond, FailureThreshold: 1})
 	go m2.Run(ctx)
 	eventually(t, "healthy", m2.Healthy)
 	api.code.Store(http.StatusServiceUnavailable)
@@ -220,19 +191,13 @@ func TestProbeNowAndServedRequests(t *testing.T) {
 // after the threshold, so the VIP does not vanish cluster-wide; it may not take it, and
 // after the hold it gives it up. A refused connection gets no hold.
 func TestUnreadyHolderKeepsTheVIPForTheHold(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
+	api, srv := readyAPI(t)
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	var got []Status
 	const hold = 5 * time.Second
-	m, err := New(Config{Client: srv.Client(), URL: srv.URL + "/readyz", Period: time.Second, Timeout: time.Second,
-		FailureThreshold: 3, UnreadyHold: hold, Clock: clk, Log: logr.Discard(),
+	m := newMonitor(t, srv, Config{Period: time.Second, Timeout: time.Second,
+		FailureThreshold: 3, UnreadyHold: hold, Clock: clk,
 		OnChange: func(s Status) { got = append(got, s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	m.probeOnce(ctx)
 	api.code.Store(http.StatusInternalServerError)
@@ -281,10 +246,7 @@ func TestUnreadyHolderKeepsTheVIPForTheHold(t *testing.T) {
 // period: a leader whose renewals (or a follower whose watch events) come a little less
 // often than the probe period sends no probe at all.
 func TestServedRequestsCoverLongerThanAPeriod(t *testing.T) {
-	api := &readyz{}
-	api.code.Store(http.StatusOK)
-	srv := httptest.NewTLSServer(api)
-	defer srv.Close()
+	_, srv := readyAPI(t)
 	count := func(covers time.Duration) int32 {
 		var probes atomic.Int32
 		m := startHealthy(t, srv, Config{Period: 20 * time.Millisecond, ServedCovers: covers,
@@ -308,14 +270,32 @@ func TestServedRequestsCoverLongerThanAPeriod(t *testing.T) {
 // until it is healthy.
 func startHealthy(t *testing.T, srv *httptest.Server, cfg Config) *Monitor {
 	t.Helper()
+	m := newMonitor(t, srv, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go m.Run(ctx)
+	eventually(t, "healthy", m.Healthy)
+	return m
+}
+
+// readyAPI returns an API server stand-in that answers ready until the test switches it,
+// closed when the test ends.
+func readyAPI(t *testing.T) (*readyz, *httptest.Server) {
+	t.Helper()
+	api := &readyz{}
+	api.code.Store(http.StatusOK)
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	return api, srv
+}
+
+// newMonitor returns a Monitor of cfg that probes srv's /readyz.
+func newMonitor(t *testing.T, srv *httptest.Server, cfg Config) *Monitor {
+	t.Helper()
 	cfg.Client, cfg.URL, cfg.Log = srv.Client(), srv.URL+"/readyz", logr.Discard()
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go m.Run(ctx)
-	eventually(t, "healthy", m.Healthy)
 	return m
 }

@@ -207,6 +207,17 @@ func (w *world) mustReconcile(t *testing.T) {
 	}
 }
 
+// mustWriteNothing reconciles again and fails if that wrote to Neutron: what names the
+// state that should already be what the spec asks for.
+func (w *world) mustWriteNothing(t *testing.T, what string) {
+	t.Helper()
+	before := w.n.WriteCount()
+	w.mustReconcile(t)
+	if got := w.n.WriteCount() - before; got != 0 {
+		t.Errorf("%d writes on %s: %v", got, what, w.n.Writes[before:])
+	}
+}
+
 func hasCode(err error, code gardencorev1beta1.ErrorCode) bool {
 	return slices.Contains(v1beta1helper.ExtractErrorCodes(err), code)
 }
@@ -226,11 +237,7 @@ func TestRulesOnTheFakeNeutron(t *testing.T) {
 			if p := w.n.Ports[w.status.PortID]; !slices.Contains(p.Tags, openstack.ShootTag("shoot-a")) {
 				t.Errorf("the VIP port's tags %v lack the shoot tag", p.Tags)
 			}
-			before := w.n.WriteCount()
-			w.mustReconcile(t)
-			if got := w.n.WriteCount() - before; got != 0 {
-				t.Errorf("%d writes on an unchanged exposure: %v", got, w.n.Writes[before:])
-			}
+			w.mustWriteNothing(t, "an unchanged exposure")
 		}},
 		{"a change of subnet is refused before any call and keeps the VIP", func(t *testing.T) {
 			w := newWorld("uid-self", nil)

@@ -75,7 +75,7 @@ func main() {
 	flag.BoolVar(&o.skipController, "skip-controller", false, "do not run go run ./test/bench/controller")
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
 	flag.BoolVar(&o.noEtcdYield, "no-etcd-yield", false, "run ours without the etcd-leader yield (--etcd-metrics-url=\"\"), to compare")
-	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn, under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
+	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn (by default those ours can run without a previous release: no rolling-update), under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
 	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
 	flag.StringVar(&o.previous, "previous-release", "main", "git revision of the previous agent release for the rolling-update scenario (built once into bin/bench/previous/); "+
 		"if its tree is this checkout's HEAD tree, its first parent; empty: ours does not roll")
@@ -140,6 +140,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	soakSys := sut.Agent{Path: bins.agent, NoEtcdYield: o.noEtcdYield}
+	if o.soak > 0 {
+		// Checked before the harness starts: a scenario the soak cannot prepare would
+		// otherwise end it at its first run, minutes in.
+		if scenarios, err = soakScenarios(soakSys, scenarios, o.scenarios != ""); err != nil {
+			return err
+		}
+	}
 	if o.dataplane {
 		return runDataplane(ctx, log, o, bins.agent, scenarios, out)
 	}
@@ -167,7 +175,7 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
-		return runSoak(ctx, log, r, h, sut.Agent{Path: bins.agent, NoEtcdYield: o.noEtcdYield}, scenarios, o.soak, filepath.Join(out, "work"), out)
+		return runSoak(ctx, log, r, h, soakSys, scenarios, o.soak, filepath.Join(out, "work"), out)
 	}
 	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
 	if err != nil {

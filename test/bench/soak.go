@@ -25,6 +25,26 @@ import (
 // for the CPU.
 const soakLoad = "one busy shell loop per node"
 
+// soakScenarios returns the scenarios the soak can run on sys. The default set (chosen
+// false) leaves out those that do not apply to sys (the soak's agent does not roll); a
+// chosen one that does not apply is refused, so that -scenarios never silently shrinks.
+func soakScenarios(sys sut.System, scenarios []runner.Scenario, chosen bool) ([]runner.Scenario, error) {
+	var out []runner.Scenario
+	for _, sc := range scenarios {
+		if sc.Applies == nil || sc.Applies(sys) {
+			out = append(out, sc)
+			continue
+		}
+		if chosen {
+			return nil, fmt.Errorf("the soak cannot run scenario %q: it does not apply to %s", sc.Name, sys.Name())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the soak has no scenario that applies to %s", sys.Name())
+	}
+	return out, nil
+}
+
 // runSoak runs n failovers of sys, the scenarios in turn, under CPU load on every node,
 // and prints and writes the soak's table. A run that fails (not a failover that fails:
 // the harness) is recorded and the system deployed afresh.

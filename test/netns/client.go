@@ -111,25 +111,24 @@ func (c *Client) WaitNeighbor(ctx context.Context, ip netip.Addr, mac net.Hardwa
 	}
 }
 
+// neighState names s as `ip neigh` does: by the first of these states set in it.
 func neighState(s int) string {
-	switch {
-	case s&netlink.NUD_REACHABLE != 0:
-		return "REACHABLE"
-	case s&netlink.NUD_STALE != 0:
-		return "STALE"
-	case s&netlink.NUD_DELAY != 0:
-		return "DELAY"
-	case s&netlink.NUD_PROBE != 0:
-		return "PROBE"
-	case s&netlink.NUD_FAILED != 0:
-		return "FAILED"
-	case s&netlink.NUD_INCOMPLETE != 0:
-		return "INCOMPLETE"
-	case s&netlink.NUD_PERMANENT != 0:
-		return "PERMANENT"
-	case s&netlink.NUD_NOARP != 0:
-		return "NOARP"
-	default:
-		return fmt.Sprintf("0x%x", s)
+	for _, st := range []struct {
+		flag int
+		name string
+	}{
+		{netlink.NUD_REACHABLE, "REACHABLE"},
+		{netlink.NUD_STALE, "STALE"},
+		{netlink.NUD_DELAY, "DELAY"},
+		{netlink.NUD_PROBE, "PROBE"},
+		{netlink.NUD_FAILED, "FAILED"},
+		{netlink.NUD_INCOMPLETE, "INCOMPLETE"},
+		{netlink.NUD_PERMANENT, "PERMANENT"},
+		{netlink.NUD_NOARP, "NOARP"},
+	} {
+		if s&st.flag != 0 {
+			return st.name
+		}
 	}
+	return fmt.Sprintf("0x%x", s)
 }

@@ -105,14 +105,20 @@ func (f *Neutron) GetPort(_ context.Context, id string) (*ports.Port, error) {
 	return nil, neutronError(404, "PortNotFound", "read port "+id)
 }
 
+// fillID counts one more object put into the fake and names it kind-<count> unless it
+// has an ID. The caller holds f.Mu.
+func (f *Neutron) fillID(id *string, kind string) {
+	f.n++
+	if *id == "" {
+		*id = fmt.Sprintf("%s-%d", kind, f.n)
+	}
+}
+
 // AddPort puts a port into the fake as someone (a user, another cluster) made it.
 func (f *Neutron) AddPort(p ports.Port) *ports.Port {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
-	f.n++
-	if p.ID == "" {
-		p.ID = fmt.Sprintf("port-%d", f.n)
-	}
+	f.fillID(&p.ID, "port")
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Unix(int64(1000+f.n), 0)
 	}
@@ -199,10 +205,7 @@ func (f *Neutron) RemovePairFromPort(_ context.Context, port *ports.Port, ip str
 func (f *Neutron) AddFloatingIP(fip floatingips.FloatingIP) *floatingips.FloatingIP {
 	f.Mu.Lock()
 	defer f.Mu.Unlock()
-	f.n++
-	if fip.ID == "" {
-		fip.ID = fmt.Sprintf("fip-%d", f.n)
-	}
+	f.fillID(&fip.ID, "fip")
 	if fip.FloatingIP == "" {
 		fip.FloatingIP = fmt.Sprintf("198.19.0.%d", f.n)
 	}

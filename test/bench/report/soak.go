@@ -34,9 +34,9 @@ type Soak struct {
 // PrintSoak prints the soak's table: per fault kind and in total the outage distribution,
 // the runs without failover (stuck) and the time with the VIP on two nodes.
 func PrintSoak(w io.Writer, s *Soak) error {
-	fmt.Fprintf(w, "Soak: %s, %d of %d failovers, fault kinds in turn, %s; took %s\n", s.System, len(s.Runs), s.Planned, s.Load, s.Took.Round(time.Second))
-	fmt.Fprintln(w, "  (outage = client's time without the VIP; stuck = no other node took the VIP within the timeout;")
-	fmt.Fprintln(w, "  2-holder = total time with the VIP on two nodes, and the runs with any; goals: 0 stuck, 0 ms 2-holder)")
+	legend(w, fmt.Sprintf("Soak: %s, %d of %d failovers, fault kinds in turn, %s; took %s", s.System, len(s.Runs), s.Planned, s.Load, s.Took.Round(time.Second)),
+		"(outage = client's time without the VIP; stuck = no other node took the VIP within the timeout;",
+		"2-holder = total time with the VIP on two nodes, and the runs with any; goals: 0 stuck, 0 ms 2-holder)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\truns\tp50\tp95\tmax\tstuck\t2-holder\tmet")
 	var kinds []string

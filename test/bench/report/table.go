@@ -21,19 +21,30 @@ const (
 	Baseline = "kube-vip defaults"
 )
 
+// legend writes a table's title and, indented under it, the lines that say what its
+// columns mean.
+func legend(w io.Writer, title string, lines ...string) {
+	fmt.Fprintln(w, title)
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
+	}
+}
+
 func secs(d time.Duration) string {
 	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 // PrintFailover writes the failover table: one row per system and scenario.
 func PrintFailover(w io.Writer, r *Results) error {
-	fmt.Fprintln(w, "Failover (client outage seen from the client namespace, TCP connect to VIP:6443 every 10ms;")
-	fmt.Fprintln(w, "  no-failover runs count at the scenario timeout; goals are checked on max; 2-holder = time")
-	fmt.Fprintln(w, "  with the VIP on two nodes, max over runs [runs with any]; 'x kube-vip' = p50 / p50 of kube-vip defaults;")
-	fmt.Fprintln(w, "  ARP X,Y,X = runs in which two MACs' ARP claims for the VIP interleaved between fault and revert;")
-	fmt.Fprintln(w, "  'on revert' = longest outage caused by undoing the fault, e.g. preemption back; not in p50/p95/max;")
-	fmt.Fprintln(w, "  moves = times the VIP came to rest on another node, max over runs; etcd-leader-cut and rolling-update: the VIP")
-	fmt.Fprintln(w, "  should stay served, 'no failover' counts runs in which it was not)")
+	legend(w,
+		"Failover (client outage seen from the client namespace, TCP connect to VIP:6443 every 10ms;",
+		"no-failover runs count at the scenario timeout; goals are checked on max; 2-holder = time",
+		"with the VIP on two nodes, max over runs [runs with any]; 'x kube-vip' = p50 / p50 of kube-vip defaults;",
+		"ARP X,Y,X = runs in which two MACs' ARP claims for the VIP interleaved between fault and revert;",
+		"'on revert' = longest outage caused by undoing the fault, e.g. preemption back; not in p50/p95/max;",
+		"moves = times the VIP came to rest on another node, max over runs; etcd-leader-cut and rolling-update: the VIP",
+		"should stay served, 'no failover' counts runs in which it was not)",
+	)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "system\tscenario\truns\tp50\tp95\tmax\tno failover\t2-holder\tARP X,Y,X\ton revert\tmoves\tx kube-vip\tgoal / reference\tmet")
 	for _, sys := range r.Systems {
@@ -120,13 +131,15 @@ func met(system string, sc ScenarioResult, o stats.Summary) string {
 
 // PrintSteady writes the steady-state table.
 func PrintSteady(w io.Writer, r *Results) error {
-	fmt.Fprintf(w, "Steady state (lease requests/s summed over the 3 apiservers, less their own %.2f/s measured before;\n", r.BaselinePerSecond)
-	fmt.Fprintln(w, "  raw = without that subtraction; the apiservers' own lease traffic is bursty, so compare with keepalived,")
-	fmt.Fprintln(w, "  which makes no API requests; node req/s = every request (probes, Lease, watches) one node's daemon")
-	fmt.Fprintln(w, "  sent its own apiserver, less that apiserver's own, max over nodes; CPU = the daemon's CPU time per")
-	fmt.Fprintln(w, "  second, max over nodes; RSS per daemon's process group, max over nodes; holder changes = flaps;")
-	fmt.Fprintln(w, "  own = every request the daemon counted itself (kube_vip_agent_requests_total: apiservers and etcd), max over nodes;")
-	fmt.Fprintln(w, "  the per-node goal is checked on own where the daemon counts, else on node req/s)")
+	legend(w,
+		fmt.Sprintf("Steady state (lease requests/s summed over the 3 apiservers, less their own %.2f/s measured before;", r.BaselinePerSecond),
+		"raw = without that subtraction; the apiservers' own lease traffic is bursty, so compare with keepalived,",
+		"which makes no API requests; node req/s = every request (probes, Lease, watches) one node's daemon",
+		"sent its own apiserver, less that apiserver's own, max over nodes; CPU = the daemon's CPU time per",
+		"second, max over nodes; RSS per daemon's process group, max over nodes; holder changes = flaps;",
+		"own = every request the daemon counted itself (kube_vip_agent_requests_total: apiservers and etcd), max over nodes;",
+		"the per-node goal is checked on own where the daemon counts, else on node req/s)",
+	)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "system\twindow\treq/s\traw req/s\tnode req/s\tCPU\tRSS\tbinary\tholder changes\tgoal\tmet")
 	for _, sys := range r.Systems {

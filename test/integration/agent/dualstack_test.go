@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -32,14 +31,10 @@ var vip6 = netip.MustParseAddr("2001:2:0:10::64")
 func TestDualStackFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true, VIP6: vip6})
-	c := agent.NewCluster(h, agentBin)
 	// The etcd-leader yield moves the Lease on its own (TestEtcdLeaderYield): off here, so
 	// that every move is the scenario's.
-	c.ExtraArgs = []string{"--etcd-metrics-url="}
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvt-", VIP6: vip6},
+		ExtraArgs: []string{"--etcd-metrics-url="}})
 	prepare := func(t *testing.T) *netns.Node {
 		t.Helper()
 		restoreNodes(ctx, t, h, c)

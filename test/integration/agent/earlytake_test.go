@@ -27,11 +27,7 @@ import (
 func TestLinkDownEarlyTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kve-", ControlPlane: true})
-	c := agent.NewCluster(h, agentBin)
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kve-"}})
 	lease := timing.Defaults().LeaseDuration
 
 	t.Run("a holder heard before is taken over on its silence", func(t *testing.T) {
@@ -73,12 +69,8 @@ func TestLinkDownEarlyTakeover(t *testing.T) {
 func TestLinkDownEarlyTakeoverIPv6(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kv6-", ControlPlane: true,
-		Subnet6: netip.MustParsePrefix("2001:2::/64"), VIP: netip.MustParseAddr("2001:2::100")})
-	c := agent.NewCluster(h, agentBin)
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kv6-",
+		Subnet6: netip.MustParsePrefix("2001:2::/64"), VIP: netip.MustParseAddr("2001:2::100")}})
 	takenEarly(ctx, t, h, c, 5)
 }
 

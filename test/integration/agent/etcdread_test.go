@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
@@ -23,11 +22,7 @@ import (
 func TestLeaderThatStepsDownReadsEtcdAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvr-", ControlPlane: true})
-	c := agent.NewCluster(h, agentBin)
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvr-"}})
 	assertEtcdMetricsRead(ctx, t, h)
 	first, _ := holderAwayFromEtcdLeader(ctx, t, h, c)
 

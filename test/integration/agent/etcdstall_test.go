@@ -34,14 +34,10 @@ const etcdStall = 1500 * time.Millisecond
 func TestEtcdElectionElsewhereKeepsTheVIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvs-", ControlPlane: true})
-	c := agent.NewCluster(h, agentBin)
 	// As deployed: the etcd-leader yield, reading gardenadm's metrics listener (the
 	// agent's default --etcd-metrics-url), keeps the VIP off the etcd leader's node.
-	c.ExtraArgs = []string{"--etcd-check-period=2s"}
-	if err := c.StartAll(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvs-"},
+		ExtraArgs: []string{"--etcd-check-period=2s"}})
 	assertEtcdMetricsRead(ctx, t, h)
 
 	tm := timing.Defaults()

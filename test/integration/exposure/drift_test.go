@@ -82,16 +82,25 @@ func repair(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1al
 	return after
 }
 
+// driftRepaired builds a front door, lets drift change it behind the extension's back and
+// waits until repair finds it whole again. It returns the status before and after, and
+// the cluster's identity.
+func driftRepaired(t *testing.T, ctx context.Context, e *sharedEnv, drift func(before *v1alpha1.ExposureStatus) error) (before, after *v1alpha1.ExposureStatus, identity string) {
+	t.Helper()
+	exp, nodes, before, identity := frontDoor(t, ctx, e)
+	if err := drift(before); err != nil {
+		t.Fatalf("the drift: %v", err)
+	}
+	return before, repair(t, ctx, e, exp, nodes, before, identity), identity
+}
+
 func TestDriftPortDeletedComesBackWithTheSameAddresses(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
-
-	if err := e.neutron.DeletePort(ctx, before.PortID); err != nil {
-		t.Fatal(err)
-	}
-	after := repair(t, ctx, e, exp, nodes, before, identity)
+	before, after, _ := driftRepaired(t, ctx, e, func(before *v1alpha1.ExposureStatus) error {
+		return e.neutron.DeletePort(ctx, before.PortID)
+	})
 	if after.PortID == before.PortID {
 		t.Errorf("port ID %s unchanged although the port was deleted", after.PortID)
 	}
@@ -104,12 +113,9 @@ func TestDriftFloatingIPDisassociatedIsReassociated(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
-
-	if err := e.neutron.DisassociateFloatingIP(ctx, before.FloatingIPID); err != nil {
-		t.Fatal(err)
-	}
-	after := repair(t, ctx, e, exp, nodes, before, identity)
+	before, after, _ := driftRepaired(t, ctx, e, func(before *v1alpha1.ExposureStatus) error {
+		return e.neutron.DisassociateFloatingIP(ctx, before.FloatingIPID)
+	})
 	if after.PortID != before.PortID || after.FloatingIPID != before.FloatingIPID {
 		t.Errorf("port %s -> %s, floating IP %s -> %s: both must stay", before.PortID, after.PortID, before.FloatingIPID, after.FloatingIPID)
 	}
@@ -119,12 +125,9 @@ func TestDriftPortRetaggedKeepsItsAddress(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
-
-	if err := e.neutron.ReplacePortTags(ctx, before.PortID, []string{"retagged-by-someone"}); err != nil {
-		t.Fatal(err)
-	}
-	after := repair(t, ctx, e, exp, nodes, before, identity)
+	before, after, identity := driftRepaired(t, ctx, e, func(before *v1alpha1.ExposureStatus) error {
+		return e.neutron.ReplacePortTags(ctx, before.PortID, []string{"retagged-by-someone"})
+	})
 	if after.PortID != before.PortID {
 		t.Errorf("port %s replaced by %s", before.PortID, after.PortID)
 	}
@@ -146,23 +149,23 @@ func TestDriftFloatingIPDeletedAndAllocatedAgainByAnAdmin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := adminNetwork(t, ctx, e)
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
-	old, err := e.neutron.GetFloatingIP(ctx, before.FloatingIPID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.neutron.DeleteFloatingIP(ctx, before.FloatingIPID); err != nil {
-		t.Fatal(err)
-	}
-	again, err := floatingips.Create(ctx, admin.ServiceClient(), floatingips.CreateOpts{
-		FloatingNetworkID: old.FloatingNetworkID, FloatingIP: old.FloatingIP, ProjectID: e.os.ProjectID, Description: old.Description,
-	}).Extract()
-	if err != nil {
-		t.Fatalf("the admin allocating %s again: %v", old.FloatingIP, err)
-	}
-	t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), again.ID) })
-
-	after := repair(t, ctx, e, exp, nodes, before, identity)
+	var again *floatingips.FloatingIP
+	_, after, _ := driftRepaired(t, ctx, e, func(before *v1alpha1.ExposureStatus) error {
+		old, err := e.neutron.GetFloatingIP(ctx, before.FloatingIPID)
+		if err != nil {
+			return err
+		}
+		if err := e.neutron.DeleteFloatingIP(ctx, before.FloatingIPID); err != nil {
+			return err
+		}
+		if again, err = floatingips.Create(ctx, admin.ServiceClient(), floatingips.CreateOpts{
+			FloatingNetworkID: old.FloatingNetworkID, FloatingIP: old.FloatingIP, ProjectID: e.os.ProjectID, Description: old.Description,
+		}).Extract(); err != nil {
+			return fmt.Errorf("the admin allocating %s again: %w", old.FloatingIP, err)
+		}
+		t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), again.ID) })
+		return nil
+	})
 	if after.FloatingIPID != again.ID {
 		t.Errorf("floating IP %s recorded, want the one the admin allocated, %s", after.FloatingIPID, again.ID)
 	}

@@ -67,12 +67,7 @@ func serviceAccountKubeconfigs(ctx context.Context, t *testing.T, cs kubernetes.
 func TestAgentUnderItsRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
-	c, cs := newClients(t, h.Nodes()[0])
-	d := agentrollout.New(c)
-	if err := d.Deploy(ctx, oursSpec(h)); err != nil {
-		t.Fatalf("Deploy: %v", err)
-	}
+	h, c, cs, d := deployOnNewHarness(ctx, t, oursSpec)
 	created := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentrollout.LeaseName}, created); err != nil {
 		t.Fatalf("Deploy created no Lease: %v", err)

@@ -104,6 +104,20 @@ func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interfac
 }
 
 // oursSpec is kubeVIPSpec for kube-vip-agent.
+// deployOnNewHarness starts a harness with a control plane and deploys spec's objects
+// through the Deployer, with clients of the first node's API server.
+func deployOnNewHarness(ctx context.Context, t *testing.T, spec func(*netns.Harness) agentrollout.Spec) (*netns.Harness, client.Client, kubernetes.Interface, *agentrollout.Deployer) {
+	t.Helper()
+	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
+	c, cs := newClients(t, h.Nodes()[0])
+	d := agentrollout.New(c)
+	s := spec(h)
+	if err := d.Deploy(ctx, s); err != nil {
+		t.Fatalf("Deploy %s: %v", s.Implementation, err)
+	}
+	return h, c, cs, d
+}
+
 func oursSpec(h *netns.Harness) agentrollout.Spec {
 	spec := kubeVIPSpec(h)
 	spec.Implementation, spec.Image = v1alpha1.AgentImplementationKubeVIPAgent, "registry.example/kube-vip-agent:test"
@@ -438,12 +452,7 @@ func finishSwitch(ctx context.Context, t *testing.T, h *netns.Harness, prober *n
 func TestSwitchFromKubeVIPAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
-	c, cs := newClients(t, h.Nodes()[0])
-	d := agentrollout.New(c)
-	if err := d.Deploy(ctx, oursSpec(h)); err != nil {
-		t.Fatalf("Deploy kube-vip-agent: %v", err)
-	}
+	h, c, cs, d := deployOnNewHarness(ctx, t, oursSpec)
 	ac := agent.NewCluster(h, agentBin)
 	if err := ac.StartAll(ctx); err != nil {
 		t.Fatal(err)
@@ -499,12 +508,7 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 func TestSwitchBackToKubeVIPAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	h := netns.NewForTest(t, netns.Options{Prefix: "kvt-", ControlPlane: true})
-	c, cs := newClients(t, h.Nodes()[0])
-	d := agentrollout.New(c)
-	if err := d.Deploy(ctx, kubeVIPSpec(h)); err != nil {
-		t.Fatalf("Deploy kube-vip: %v", err)
-	}
+	h, c, cs, d := deployOnNewHarness(ctx, t, kubeVIPSpec)
 	pod := newPod(ctx, t, c, cs, h)
 	procs, err := pod.StartAll(ctx, h)
 	if err != nil {
