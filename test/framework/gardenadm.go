@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,6 +93,9 @@ func (g *Gardenadm) Init(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("computing the control-plane endpoints: %w (Node conditions: %s)", lastErr, nodeConditions(nodes.Items))
 	}
 	c := g.component(endpoints)
+	if err := g.waitPastLastUpdate(ctx, c.Values.Name); err != nil {
+		return nil, err
+	}
 	if err := component.OpWait(c).Deploy(ctx); err != nil {
 		return nil, fmt.Errorf("deploying the SelfHostedShootExposure with Gardener's component: %w", err)
 	}
@@ -100,6 +104,36 @@ func (g *Gardenadm) Init(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("the DNS value from the exposure's ingress: %w", err)
 	}
 	return values, nil
+}
+
+// waitPastLastUpdate waits until the clock is in a later second than the exposure's last
+// operation. Gardener's readiness check compares the request's timestamp, truncated to the
+// second, with that update, and the operation annotation is gone before the reconciliation
+// starts: a request in the same second would take the previous result for the answer.
+// gardenadm init runs once, far from any update; a test that runs it again at once must not
+// read the earlier reconciliation as this one's.
+func (g *Gardenadm) waitPastLastUpdate(ctx context.Context, name string) error {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := g.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, exp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading the SelfHostedShootExposure before deploying it: %w", err)
+	}
+	lo := exp.Status.LastOperation
+	if lo == nil {
+		return nil
+	}
+	d := time.Until(lo.LastUpdateTime.Truncate(time.Second).Add(time.Second))
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // nodesReadyTimeout bounds Init's wait for a Ready control-plane Node.

@@ -26,7 +26,8 @@ import (
 // two are not Ready yet), Deploy and Wait, and the DNS value computed once from
 // status.ingress. The node tracker's concern, the VIP pair on every control-plane port,
 // does not depend on spec.endpoints. A second `gardenadm init` gets the same address, and the
-// controller writes nothing to OpenStack for it.
+// controller writes nothing to OpenStack for it; a third, at once, returns only after the
+// verification it asked for.
 func TestGardenadmInit(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -99,6 +100,23 @@ func TestGardenadmInit(t *testing.T) {
 	}
 	if calls.Writes() != 0 {
 		t.Errorf("the second init made %d OpenStack writes: %v", calls.Writes(), calls)
+	}
+
+	// Once more at once, on an unchanged spec: Gardener's annotation asks for a verification,
+	// and Init returns only after it, though its request falls in the second of the last
+	// update (Gardener compares the two at second granularity).
+	// It reads the exposure every millisecond, so that it would see the moment between
+	// Gardener's wrapper removing the annotation and the reconciler marking it Processing.
+	eager := *g
+	eager.WaitInterval = time.Millisecond
+	before = cut.metrics.Snapshot()
+	if _, err := eager.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls = cut.metrics.Snapshot().Sub(before)
+	t.Logf("gardenadm init a third time, at once: %d OpenStack calls (%d writes): %v", calls.Total(), calls.Writes(), calls)
+	if calls.Total() == 0 || calls.Writes() != 0 {
+		t.Errorf("the third init returned after %d OpenStack calls (%d writes): want the verification's reads, and no write", calls.Total(), calls.Writes())
 	}
 }
 
