@@ -96,18 +96,23 @@ check-generate:
 vet:
 	$(GO) vet ./...
 
-# golangci-lint, built from the module proxy at a pinned version into bin/tools (cached there;
-# a new version builds a new binary).
+# Tools and the kube binaries are cached by version outside the clone (XDG cache), so that a
+# fresh clone on a used machine builds none of them again.
+KUBE_VIP_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gardener-extension-kube-vip
+export KUBE_VIP_CACHE
+
+# golangci-lint, built from the module proxy at a pinned version into the cache (a new
+# version builds a new binary).
 GOLANGCI_LINT_VERSION := v2.15.0
-GOLANGCI_LINT := bin/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+GOLANGCI_LINT := $(KUBE_VIP_CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 $(GOLANGCI_LINT):
-	@mkdir -p bin/tools
-	GOBIN=$(abspath bin/tools) GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
-	mv bin/tools/golangci-lint $@
+	@mkdir -p $(KUBE_VIP_CACHE)/tools/.gobin
+	GOBIN=$(KUBE_VIP_CACHE)/tools/.gobin GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(KUBE_VIP_CACHE)/tools/.gobin/golangci-lint $@
 
 # Part of `make check`. The first run builds the linter (about 7 min on 2 idle cores,
-# longer under load); later runs reuse bin/tools.
+# longer under load); later runs, from any clone, reuse the cache.
 .PHONY: lint
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...

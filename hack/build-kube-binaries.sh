@@ -4,8 +4,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # Builds kube-apiserver and etcd from source through the Go module proxy (nothing
-# prebuilt can be downloaded here) and caches them in bin/k8s/<version>/, the layout
-# envtest's BinaryAssetsDirectory expects. A second run builds nothing.
+# prebuilt can be downloaded here) and caches them outside the clone, in
+# $KUBE_VIP_CACHE/k8s/<version>/ (default ~/.cache/gardener-extension-kube-vip, XDG), the
+# layout envtest's BinaryAssetsDirectory expects. A second run, from any clone, builds nothing.
 #
 #   hack/build-kube-binaries.sh            prints the asset directory on stdout
 #   hack/build-kube-binaries.sh nodes      also kubelet, kube-controller-manager and
@@ -14,15 +15,15 @@
 # Versions come from the environment (KUBE_VERSION, ETCD_VERSION); the defaults match
 # the k8s.io/api version in go.mod.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 KUBE_VERSION=${KUBE_VERSION:-v1.36.4}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
-OUT=$ROOT/bin/k8s/$KUBE_VERSION-etcd$ETCD_VERSION
-WORK=$ROOT/bin/.build
+CACHE=${KUBE_VIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gardener-extension-kube-vip}
+OUT=$CACHE/k8s/$KUBE_VERSION-etcd$ETCD_VERSION
+WORK=$CACHE/.build
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 mkdir -p "$OUT" "$WORK"
-# One build at a time: concurrent callers (make, tests) wait for the first one.
-exec 9>"$ROOT/bin/.build.lock"
+# One build at a time: concurrent callers (make, tests, other clones) wait for the first one.
+exec 9>"$CACHE/.build.lock"
 flock 9
 log() { echo "build-kube-binaries: $*" >&2; }
 

@@ -4,16 +4,17 @@
 # SPDX-License-Identifier: Apache-2.0
 
 # Builds upstream kube-vip (default v1.0.0) from the Go module proxy, for the failover
-# benchmark only. The binary is cached in bin/kube-vip/<version>/kube-vip (git-ignored),
-# so a second run builds nothing. No kube-vip code enters this repository: the build
-# happens in a scratch module under bin/.build.
+# benchmark and the tests of kube-vip as the agent. The binary is cached outside the clone,
+# in $KUBE_VIP_CACHE/kube-vip/<version>/kube-vip (default ~/.cache/gardener-extension-kube-vip),
+# so a second run, from any clone, builds nothing. No kube-vip code enters this repository:
+# the build happens in a scratch module under that cache's .build.
 #
 #   hack/bench/build-kube-vip.sh        prints the binary's path on stdout
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KUBE_VIP_VERSION=${KUBE_VIP_VERSION:-v1.0.0}
-OUT=$ROOT/bin/kube-vip/$KUBE_VIP_VERSION
-WORK=$ROOT/bin/.build/kube-vip-$KUBE_VIP_VERSION
+CACHE=${KUBE_VIP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gardener-extension-kube-vip}
+OUT=$CACHE/kube-vip/$KUBE_VIP_VERSION
+WORK=$CACHE/.build/kube-vip-$KUBE_VIP_VERSION
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/kube-vip
 log() { echo "build-kube-vip: $*" >&2; }

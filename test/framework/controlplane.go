@@ -177,7 +177,7 @@ func (cp *ControlPlane) AdminKubeconfig() ([]byte, error) {
 
 // KubeBinaries returns the directory with kube-apiserver, etcd (and kubectl): the
 // environment variable KUBEBUILDER_ASSETS if set, else what hack/build-kube-binaries.sh
-// prints (it builds the binaries on first use and caches them under bin/k8s/).
+// prints (it builds the binaries on first use and caches them outside the clone, see the script).
 func KubeBinaries() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir, nil

@@ -29,7 +29,7 @@ import (
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
 
-// Build builds kube-vip (cached in bin/kube-vip) and returns the binary's path.
+// Build builds kube-vip (cached outside the clone, see the script) and returns the binary's path.
 func Build(ctx context.Context) (string, error) {
 	root, err := framework.RepoRoot()
 	if err != nil {
