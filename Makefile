@@ -18,17 +18,23 @@ export GONOSUMDB := github.com/gardener,github.com/kube-vip,github.com/mdlayher
 GO ?= go
 RESULTS := .local/test-results
 
-# Unit tests: every package outside test/ (they need nothing but Go).
-UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
-# Integration tests: everything under test/, one package at a time (-p 1). They share one
-# Keystone + Neutron on sqlite (WAL): concurrent writes do succeed, but they queue (12
-# parallel port creates took 25 s on a busy 2-core machine, against ~0.2 s each alone),
-# and the failover tests measure sub-second timings on the same two cores. One package
-# at a time keeps both the Neutron latency and the timings honest.
-INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v -e /test/integration/dataplane -e /test/integration/ovn)
+# Unit tests: every package outside test/ (they need nothing but Go). The product's packages
+# (agent, controller, cmd) run under the race detector, where races can be; the tooling's
+# (chart rendering, generators, image builder) without it, which spares compiling their
+# dependencies a second time with race instrumentation.
+UNIT_RACE_PKGS = ./agent/... ./controller/... ./cmd/...
+UNIT_PLAIN_PKGS = $$($(GO) list ./... | grep -v -e '/test/' -e '-kube-vip/agent' -e '-kube-vip/controller' -e '-kube-vip/cmd')
+# Integration tests: everything under test/ but the dataplanes and the demo. A Keystone +
+# Neutron on sqlite (WAL) queues concurrent writes (12 parallel port creates took 25 s on a
+# busy 2-core machine, against ~0.2 s each alone), and the failover tests measure sub-second
+# timings on the same two cores: hack/test-integration.sh runs the fault matrices on a
+# Neutron of their own beside the packages that time no failover, then the failover
+# packages one at a time with the machine to themselves.
+INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v -e /test/integration/dataplane -e /test/integration/ovn -e /test/demo$$)
 # The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents), and the
-# demo, which then walks it as make demo does: its own step, because hack/dataplane.sh
-# restarts Neutron with the agents and removes them again.
+# demo, which then walks it as make demo does (and checks that the release it builds is
+# reproducible): its own step, because hack/dataplane.sh restarts Neutron with the agents and
+# removes them again. The demo runs here only, not in the integration tier as well.
 DATAPLANE_PKGS = ./test/integration/dataplane/... ./test/demo/
 # The front door through ML2/OVN (hack/ovn.sh: OVS's userspace datapath, OVN, Neutron with the
 # OVN driver), on a Keystone + Neutron of its own.
@@ -44,8 +50,8 @@ TOOLING_DIRS := test/bench,test/netns,test/framework,hack/tools
 # and the output of the failed ones at the end, and keeps the JSON; hack/test-summary.sh
 # counts it into the tier's lines (product, tooling, total with the tier's time).
 GOTESTSUM = $(GO) tool gotestsum --format testname --format-hide-empty-pkg
-# The unit tier runs under the race detector (needs cgo: gcc, from hack/install-deps.sh).
-UNIT_FLAGS ?= -race
+# The product's unit tests run under the race detector (needs cgo: gcc, from hack/install-deps.sh).
+UNIT_RACE_FLAGS ?= -race
 # -count=1: the integration tests talk to Neutron, kube-apiservers and the kernel, which Go's
 # test cache does not track; a cached replay would count a pass that touched nothing.
 INTEGRATION_FLAGS ?= -count=1
@@ -108,6 +114,7 @@ GOLANGCI_LINT := $(KUBE_VIP_CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(KUBE_VIP_CACHE)/tools/.gobin
+	@echo "lint: building golangci-lint $(GOLANGCI_LINT_VERSION) once into $(KUBE_VIP_CACHE)/tools (about 7 min on 2 idle cores)"
 	GOBIN=$(KUBE_VIP_CACHE)/tools/.gobin GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(KUBE_VIP_CACHE)/tools/.gobin/golangci-lint $@
 
@@ -139,12 +146,16 @@ check:
 test-unit:
 	@mkdir -p $(RESULTS)
 	@start=$$SECONDS; rc=0; \
-	$(GOTESTSUM) --jsonfile $(RESULTS)/unit.json -- -timeout $(UNIT_TIMEOUT) $(UNIT_FLAGS) $(TEST_FLAGS) $(UNIT_PKGS) || rc=$$?; \
+	$(GOTESTSUM) --jsonfile $(RESULTS)/unit-race.json -- -timeout $(UNIT_TIMEOUT) $(UNIT_RACE_FLAGS) $(TEST_FLAGS) $(UNIT_RACE_PKGS) || rc=$$?; \
+	$(GOTESTSUM) --jsonfile $(RESULTS)/unit-plain.json -- -timeout $(UNIT_TIMEOUT) $(TEST_FLAGS) $(UNIT_PLAIN_PKGS) || rc=$$?; \
+	cat $(RESULTS)/unit-race.json $(RESULTS)/unit-plain.json >$(RESULTS)/unit.json; rm $(RESULTS)/unit-race.json $(RESULTS)/unit-plain.json; \
 	hack/test-summary.sh unit $(TOOLING_DIRS) $(RESULTS)/unit.json $(RESULTS)/unit.summary $$((SECONDS - start)); exit $$rc
 
-.PHONY: kube-binaries
+.PHONY: kube-binaries kube-binaries-nodes
 kube-binaries:
 	hack/build-kube-binaries.sh
+kube-binaries-nodes:
+	hack/build-kube-binaries.sh nodes
 
 # Links every integration test binary with the machine's full parallelism, into the build
 # cache, so that the runs below (-p 1, which also serializes compiling and linking) start at
@@ -161,8 +172,8 @@ prebuild-integration:
 test-integration: prebuild-integration
 	@mkdir -p $(RESULTS)
 	@hack/install-deps.sh
-	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); start=$$SECONDS; rc=0; \
-	hack/with-openstack.sh $(GOTESTSUM) --jsonfile $(RESULTS)/integration.json -- -p 1 -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) $(INTEGRATION_PKGS) || rc=$$?; \
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh) GOTESTSUM="$(GOTESTSUM)" INTEGRATION_PKGS="$(INTEGRATION_PKGS)"; start=$$SECONDS; rc=0; \
+	hack/with-openstack.sh hack/test-integration.sh $(RESULTS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) || rc=$$?; \
 	hack/test-summary.sh integration $(TOOLING_DIRS) $(RESULTS)/integration.json $(RESULTS)/integration.summary $$((SECONDS - start)); exit $$rc
 
 # The dataplane tier: hack/dataplane.sh up (Keystone + Neutron with RabbitMQ, the linuxbridge
@@ -198,16 +209,19 @@ test-ovn:
 	hack/ovn.sh down || rc=1; \
 	exit $$rc
 
-# Runs every tier even if an earlier one fails, then prints the tiers' summaries.
+# Runs every tier even if an earlier one fails, then prints the tiers' summaries and what the
+# suite cost: each step's time, the slowest tests and packages (hack/test-cost.sh). The kube
+# binaries (all of them: the node tiers need kubelet too) are a step of their own, so that a
+# cold machine shows what building them cost.
+TEST_STEPS := check test-unit kube-binaries-nodes test-integration test-dataplane test-ovn
 .PHONY: test
 test:
-	@rm -f $(RESULTS)/*.summary; rc=0; \
-	$(MAKE) --no-print-directory check || rc=1; \
-	$(MAKE) --no-print-directory test-unit || rc=1; \
-	$(MAKE) --no-print-directory test-integration || rc=1; \
-	$(MAKE) --no-print-directory test-dataplane || rc=1; \
-	$(MAKE) --no-print-directory test-ovn || rc=1; \
+	@mkdir -p $(RESULTS); rm -f $(RESULTS)/*.summary $(RESULTS)/*.json $(RESULTS)/steps; rc=0; \
+	for step in $(TEST_STEPS); do \
+	  start=$$SECONDS; $(MAKE) --no-print-directory $$step || rc=1; echo "$$step $$((SECONDS - start))" >>$(RESULTS)/steps; \
+	done; \
 	echo "==== summary"; \
+	hack/test-cost.sh $(RESULTS) || true; \
 	cat $(RESULTS)/unit.summary $(RESULTS)/integration.summary $(RESULTS)/dataplane.summary $(RESULTS)/ovn.summary 2>/dev/null || true; \
 	hack/handback.sh || true; \
 	if [ $$rc != 0 ]; then echo "make test: FAILED"; else echo "make test: passed"; fi; \

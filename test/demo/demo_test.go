@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/hack/tools/imagebuild"
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -101,12 +102,13 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	requireReproducible(t, root, release)
 
 	neutron := neutronClient(t, osEnv)
 	args := []string{"--state-dir", state, "--openstack-env", envFile, "--prefix", testPrefix,
 		"--technical-id", testTechnicalID, "--failover-probing", "5s", "--release", releaseDir}
 	// With hack/dataplane.sh's dataplane up (make test-dataplane), the demo walks the front
-	// door as make demo does; without it (make test-integration), the VIP on a plain LAN.
+	// door as make demo does; without it (a run outside make test), the VIP on a plain LAN.
 	dpCtx, dpCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	dp, dpErr := dataplane.LoadEnv(dpCtx)
 	dpCancel()
@@ -410,4 +412,39 @@ func neutronClient(t *testing.T, env framework.OpenStackEnv) *openstack.Network 
 		t.Fatalf("authenticating at Keystone: %v", err)
 	}
 	return n
+}
+
+// requireReproducible builds the release images a second time, as make release-artifacts
+// does but into another directory, and wants the digests it wrote: a tag rebuilt gives the
+// images it gave before. It runs here, where the release is built anyway, so that the suite
+// builds the release binaries once (the second go build comes from Go's build cache;
+// -trimpath keeps a cold build with the same toolchain the same).
+func requireReproducible(t *testing.T, root string, r *extension.Release) {
+	t.Helper()
+	var c imagebuild.Config
+	for _, img := range imagebuild.ReleaseImages() {
+		ref := r.Images[img.Name].Ref
+		colon := strings.LastIndex(ref, ":")
+		registry, found := strings.CutSuffix(ref[:max(colon, 0)], "/"+img.Name)
+		if colon < 0 || !found {
+			t.Fatalf("the release image %s is named %q, want <registry>/%s:<version>", img.Name, ref, img.Name)
+		}
+		c = imagebuild.Config{Root: root, Out: t.TempDir(), Registry: registry, Version: ref[colon+1:],
+			CABundle: "/etc/ssl/certs/ca-certificates.crt", Layout: true}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := imagebuild.BuildAll(ctx, c, imagebuild.ReleaseImages()); err != nil {
+		t.Fatalf("building the release images again: %v", err)
+	}
+	again, err := extension.LoadRelease(c.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, img := range r.Images {
+		if again.Images[name].Digest != img.Digest {
+			t.Errorf("the release image %s was %s, then %s built again from the same sources", name, img.Digest, again.Images[name].Digest)
+		}
+	}
+	t.Logf("the release images, built twice, have the same digests: %v", r.Images)
 }
