@@ -367,7 +367,7 @@ func (k *keeper) refreshLocked(ctx context.Context, now time.Time) (present bool
 		return true // nothing learned; the next check decides
 	}
 	if !present {
-		k.missingLocked(now)
+		k.missingLocked(now, "The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
 		return false
 	}
 	// Re-check after the write: a process frozen between the check above and the write may

@@ -199,3 +199,34 @@ func TestAVIPDroppedByTheHealthGateMidTermWaitsForAWriteOfItsOwn(t *testing.T) {
 		t.Fatal("the VIP did not come back after a renewal begun after the drop succeeded")
 	}
 }
+
+// The holder's listener stops hearing its followers: the keeper removes the VIP at once,
+// asks for a renewal, and puts the VIP back only once a write of its own that began after
+// the fence succeeded (a follower may be taking the Lease on the same silence).
+func TestAFencedVIPGoesBackOnlyAfterAWriteOfItsOwn(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.guard = &fakeGuard{clock: clk}
+	k.Leading(termAt(clk.Now()), true)
+	advance(k, clk, 300*time.Millisecond)
+	k.Fence()
+	if addr.present || asked != 1 {
+		t.Fatalf("after the fence: VIP present %v, %d renewals asked; want off and 1", addr.present, asked)
+	}
+	advance(k, clk, 300*time.Millisecond)
+	if addr.present {
+		t.Fatal("the fenced VIP went back on through the guard alone")
+	}
+	writeStart := clk.Now()
+	k.Renewing(writeStart)
+	k.Leading(termAt(writeStart), false)
+	if !addr.present {
+		t.Fatal("the fenced VIP did not come back after a renewal begun after the fence succeeded")
+	}
+	k.Following("held by another node")
+	k.Fence() // not holding: nothing to do
+	if asked != 1 {
+		t.Fatalf("a fence while following asked for a renewal")
+	}
+}

@@ -184,6 +184,16 @@ const (
 	// about to answer. A false silence is not a second holder: the taker's guard still waits
 	// while the holder answers, and the holder steps down on the new record.
 	EarlyTakeoverSilence = 4 * FollowerProbeInterval
+	// FenceSilence is how long a holder that heard its followers' probes (arp.Listener) may
+	// hear no request for the VIP before it removes the VIP: it is then cut off from them at
+	// L2, whatever its carrier says, and they take its Lease on their EarlyTakeoverSilence.
+	// Above the gap of two probes in a row lost from a single follower (3 ×
+	// FollowerProbeInterval) by half an interval of jitter; below the followers' threshold by
+	// enough that the VIP is off before a taker's guard can pass (Problems' fence rule).
+	FenceSilence = 3*FollowerProbeInterval + FollowerProbeInterval/2
+	// FenceCheckInterval is how often the holder's listener reads its sockets and checks the
+	// silence: the fence acts at most this late.
+	FenceCheckInterval = 10 * time.Millisecond
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to
