@@ -42,13 +42,7 @@ func TestBlackholedHolder(t *testing.T) {
 // answerers for it, one answerer after the heal, the client's outage within the bound.
 func blackholeHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *netns.Node, cut time.Duration) {
 	t.Helper()
-	var via *netns.Node
-	for _, n := range h.Nodes() {
-		if n != old {
-			via = n
-			break
-		}
-	}
+	via := anotherNode(h, old)
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
 	watch, err := h.StartAnswerWatch(ctx, 10*time.Millisecond)
 	if err != nil {
@@ -80,7 +74,7 @@ func blackholeHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *n
 	after := netns.Answerers(answers, healedAt.Add(100*time.Millisecond))
 	two := netns.TwoAnswerers(answers, 50*time.Millisecond)
 	t.Logf("%s cut for %s (healed %s after the cut): holders %s; two holders %s; answerers after the heal %v, two answerers %s; client: longest outage %s",
-		old, cut, healedAt.Sub(cutAt).Round(time.Millisecond), changes(rep), twoHolders(rep).Round(time.Millisecond),
+		old, cut, healedAt.Sub(cutAt).Round(time.Millisecond), changes(rep), rep.TwoHolders().Round(time.Millisecond),
 		answerNames(h, after), two.Round(time.Millisecond), res.Longest().Round(time.Millisecond))
 	assertNoOverlap(t, rep)
 	if werr != nil {
@@ -93,23 +87,6 @@ func blackholeHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *n
 		t.Errorf("after the heal: holders %v, %v; want one", netns.Names(holders), err)
 	}
 	netns.CheckOutage(t, "holder blackholed for "+cut.String(), res, blackholeOutageBound)
-}
-
-// twoHolders is the time the sampler saw the VIP on two nodes or more (unconfirmed sweeps
-// included).
-func twoHolders(rep netns.SamplerReport) time.Duration {
-	var total time.Duration
-	for i, c := range rep.Changes {
-		if len(c.Holders) < 2 {
-			continue
-		}
-		end := rep.End
-		if i+1 < len(rep.Changes) {
-			end = rep.Changes[i+1].At
-		}
-		total += end.Sub(c.At)
-	}
-	return total
 }
 
 // answerNames names the nodes that own the MACs, the MAC itself for a foreign one.
