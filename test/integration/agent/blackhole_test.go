@@ -102,3 +102,41 @@ func answerNames(h *netns.Harness, macs []string) string {
 	}
 	return "[" + strings.Join(names, " ") + "]"
 }
+
+// TestBlackholedFollowerMovesNothing cuts a follower off at L2 with its carrier up for 1 s,
+// three times: it hears the holder fall silent and its early write fails (its etcd member
+// is cut too). After the heal it hears the holder again, and the VIP must not move to it,
+// nor anywhere: a follower's own blip is no reason to reset every connection through the
+// VIP. The holder still hears the other follower and must not fence either.
+func TestBlackholedFollowerMovesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvf-"}})
+	for round := range 3 {
+		holder := offEtcdLeader(ctx, t, h, c)
+		follower := anotherNode(h, holder)
+		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+		prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+		if err != nil {
+			sampler.Stop()
+			t.Fatal(err)
+		}
+		heal, err := h.Blackhole(ctx, follower, netns.BothWays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if err := heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * time.Second)
+		res := prober.Stop()
+		rep := sampler.Stop()
+		t.Logf("round %d: follower %s cut for 1s under holder %s: holders %s; client: longest outage %s",
+			round, follower, holder, changes(rep), res.Longest().Round(time.Millisecond))
+		assertNoOverlap(t, rep)
+		if len(rep.Changes) != 1 {
+			t.Errorf("round %d: the VIP moved although only the follower %s was cut: %s", round, follower, changes(rep))
+		}
+	}
+}
