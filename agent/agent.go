@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/arp"
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
 	"github.com/gardener/gardener-extension-kube-vip/agent/peers"
@@ -114,6 +115,9 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	n.elector = elector
 	set.listen(elector.Poke, log.WithName("prober"))
+	// The holder's ear on its followers' probes: it fences the node off the VIP when they
+	// stop arriving (keeper.Fence).
+	ear := arp.NewListener(iface, vips, k.Fence, log.WithName("listener"))
 
 	if err := removeStaleVIP(ctx, log, leases, cfg, set, k); err != nil {
 		return err
@@ -165,8 +169,12 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		wg.Go(func() { etcdLeader.Run(runCtx) })
 	}
 	wg.Go(func() { k.Run(runCtx) })
-	// Only a follower that could lead listens: no probes while this node leads or is unfit.
-	wg.Go(func() { set.runProbers(runCtx, func() bool { return !n.leading.Load() && n.eligible() }) })
+	// A follower probes whenever its link is up, eligible or not: its probes are the
+	// holder's evidence that L2 between them works (the listener), and a node whose
+	// kube-apiserver is not ready (as in an etcd election) must not make the holder fence.
+	// Only an eligible follower acts on what it hears (election).
+	wg.Go(func() { set.runProbers(runCtx, func() bool { return !n.leading.Load() && monitor.LinkUp() }) })
+	wg.Go(func() { ear.Run(runCtx, n.leading.Load) })
 	wg.Go(func() {
 		electionErr = elector.Run(runCtx)
 		stop()

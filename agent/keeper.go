@@ -211,17 +211,30 @@ func (k *keeper) Following(reason string) (released bool) {
 
 // SetHealthy opens or closes the health gate. A closed gate removes the VIP at once, even
 // while the election still counts this node as leader (a renewal may be hanging on an
-// unreachable API server); the election then gives up the Lease on its next step.
+// unreachable API server); the election then gives up the Lease on its next step. A gate
+// that opens again before that step (the election may sit in a renewal write for up to a
+// term's slack) puts the VIP back as a VIP that went missing (missing.go): after a write of
+// this node's own that began after the drop, which it asks for now, so that a follower that
+// took the Lease early on the silence meanwhile and this node never both add it.
 func (k *keeper) SetHealthy(healthy bool) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.clock.Now()
+	wasSuspended := k.suspended
 	k.suspended = !healthy
-	if k.suspended {
+	switch {
+	case k.suspended:
 		k.dropLocked("this node is not healthy")
-	} else if k.leading {
-		k.burstFrom, k.nextBurst = k.clock.Now(), 0
-		k.takeoverSince = k.clock.Now()
+		if !wasSuspended && !k.term.End.IsZero() {
+			k.missingSince = now
+		}
+	case k.leading:
+		k.burstFrom, k.nextBurst = now, 0
+		k.takeoverSince = now
+		if wasSuspended && k.awaitingWriteLocked() {
+			k.askRenewalLocked(now)
+		}
 	}
-	k.mu.Unlock()
 }
 
 // Run refreshes the VIP and announces it while leading, until ctx is done; then it
@@ -354,7 +367,7 @@ func (k *keeper) refreshLocked(ctx context.Context, now time.Time) (present bool
 		return true // nothing learned; the next check decides
 	}
 	if !present {
-		k.missingLocked(now)
+		k.missingLocked(now, "The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
 		return false
 	}
 	// Re-check after the write: a process frozen between the check above and the write may

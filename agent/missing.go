@@ -33,7 +33,7 @@ func (k *keeper) VIPRemoved() {
 		case err != nil:
 			k.log.Error(err, "Checking the VIP after the kernel reported a removal failed; the next renewal checks again")
 		case !present:
-			k.missingLocked(now)
+			k.missingLocked(now, "The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
 			k.askRenewalLocked(now)
 			missing = true
 		}
@@ -44,13 +44,37 @@ func (k *keeper) VIPRemoved() {
 	}
 }
 
-// missingLocked records that the VIP of this term went missing at now: it goes back through
-// the guard, whose probing starts now, and only once a write that starts at or after now
-// succeeded (Renewing moves that to the start of the write it is called for).
-func (k *keeper) missingLocked(now time.Time) {
+// Fence is the holder's listener's callback (arp.Listener): the followers' probes stopped
+// reaching this node, so it is cut off from them at L2 and they are about to take the Lease
+// early. The VIP goes at once, before a taker's guard can pass, and comes back as a VIP that
+// went missing does: through the guard, after a write of this node's own that began after
+// now. A false fence (this node's followers all stopped probing) costs that write and the
+// guard's verdict, and no move.
+func (k *keeper) Fence() {
+	k.mu.Lock()
+	now := k.clock.Now()
+	fenced := false
+	if s := k.stateLocked(now); s == held || s == lapsing {
+		if _, err := k.addr.Remove(); err != nil {
+			k.log.Error(err, "Removing the VIP to fence this node off failed; its lifetime ends it")
+		}
+		k.missingLocked(now, "Fenced off the VIP: no follower is heard; adding it back after a renewal, once the guard finds it free")
+		k.askRenewalLocked(now)
+		fenced = true
+	}
+	k.mu.Unlock()
+	if fenced {
+		k.reconcile(context.Background()) // the guard probes while the renewal is on the wire
+	}
+}
+
+// missingLocked records that the VIP of this term went off at now (msg says how): it goes
+// back through the guard, whose probing starts now, and only once a write that starts at or
+// after now succeeded (Renewing moves that to the start of the write it is called for).
+func (k *keeper) missingLocked(now time.Time, msg string) {
 	k.present, k.takeoverSince, k.missingSince = false, now, now
 	k.metrics.vipPresent.Set(0)
-	k.log.Info("The VIP went missing while leading; adding it back after a renewal, once the guard finds it free")
+	k.log.Info(msg)
 }
 
 // missingRenewalGap is the least time between two renewals the keeper asks for: a process

@@ -164,3 +164,69 @@ func TestAVIPDeletedAgainAndAgainAsksForOneRenewalPerGap(t *testing.T) {
 		t.Fatalf("over %v of deletions every 100 ms the keeper asked for %d renewals, want %d (one per %v)", clk.Now().Sub(start), asked, want, missingRenewalGap)
 	}
 }
+
+// The health gate closes mid-term (a carrier flap) and opens again before the election's
+// next step, which may sit in a renewal write meanwhile: the VIP goes back only after a
+// write of this node's own that began after the drop, as a VIP removed by hand does. A
+// follower may have taken the Lease early on the silence, and its guard and this node's
+// would both pass while neither answers.
+func TestAVIPDroppedByTheHealthGateMidTermWaitsForAWriteOfItsOwn(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.guard = &fakeGuard{clock: clk} // nobody answers: the guard finds the VIP free at once
+	term := termAt(clk.Now())
+	k.Leading(term, true)
+	advance(k, clk, 300*time.Millisecond)
+	k.SetHealthy(false)
+	clk.Step(200 * time.Millisecond)
+	k.SetHealthy(true)
+	for range 5 {
+		clk.Step(k.tick)
+		k.reconcile(context.Background())
+		if addr.present {
+			t.Fatalf("at S+%v the VIP went back on through the guard alone, with no write of this node's own since the gate dropped it",
+				clk.Now().Sub(term.Start))
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("the gate's reopening asked for %d renewals, want 1", asked)
+	}
+	writeStart := clk.Now()
+	k.Renewing(writeStart)
+	k.Leading(termAt(writeStart), false)
+	if !addr.present {
+		t.Fatal("the VIP did not come back after a renewal begun after the drop succeeded")
+	}
+}
+
+// The holder's listener stops hearing its followers: the keeper removes the VIP at once,
+// asks for a renewal, and puts the VIP back only once a write of its own that began after
+// the fence succeeded (a follower may be taking the Lease on the same silence).
+func TestAFencedVIPGoesBackOnlyAfterAWriteOfItsOwn(t *testing.T) {
+	k, addr, _, clk := newTestKeeper(t)
+	asked := 0
+	k.onMissing = func() { asked++ }
+	k.guard = &fakeGuard{clock: clk}
+	k.Leading(termAt(clk.Now()), true)
+	advance(k, clk, 300*time.Millisecond)
+	k.Fence()
+	if addr.present || asked != 1 {
+		t.Fatalf("after the fence: VIP present %v, %d renewals asked; want off and 1", addr.present, asked)
+	}
+	advance(k, clk, 300*time.Millisecond)
+	if addr.present {
+		t.Fatal("the fenced VIP went back on through the guard alone")
+	}
+	writeStart := clk.Now()
+	k.Renewing(writeStart)
+	k.Leading(termAt(writeStart), false)
+	if !addr.present {
+		t.Fatal("the fenced VIP did not come back after a renewal begun after the fence succeeded")
+	}
+	k.Following("held by another node")
+	k.Fence() // not holding: nothing to do
+	if asked != 1 {
+		t.Fatalf("a fence while following asked for a renewal")
+	}
+}

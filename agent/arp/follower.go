@@ -25,6 +25,7 @@ type Prober struct {
 	vip      netip.Addr
 	onSilent func()
 	log      logr.Logger
+	open     func(iface string, vip netip.Addr) (probe, error) // openProbe; a fake in tests
 
 	mu          sync.Mutex
 	heardAt     time.Time
@@ -34,7 +35,7 @@ type Prober struct {
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
 // silence, when it reaches timing.EarlyTakeoverSilence, so that the election decides then.
 func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *Prober {
-	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log}
+	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openProbe}
 }
 
 // Silence returns when another host last answered for the VIP (zero for never), and since
@@ -46,7 +47,9 @@ func (p *Prober) Silence() (heardAt, silentSince time.Time) {
 }
 
 // Run probes while active reports true, until ctx is done. A socket that fails is opened
-// again on the next tick; the silence counts from then.
+// again on the next tick; the silence counts from then, and what was heard before does not
+// count: the link may have gone down and up meanwhile, and a follower that hears nothing
+// since must not take the Lease on a holder it heard before.
 func (p *Prober) Run(ctx context.Context, active func() bool) {
 	t := time.NewTicker(timing.FollowerProbeInterval)
 	defer t.Stop()
@@ -72,11 +75,11 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 		}
 		if pr == nil {
 			var err error
-			if pr, err = openProbe(p.iface, p.vip); err != nil {
+			if pr, err = p.open(p.iface, p.vip); err != nil {
 				p.log.Error(err, "Opening the follower's probe of the VIP failed", "vip", p.vip)
 				continue
 			}
-			p.set(time.Now(), false)
+			p.reopened(time.Now())
 			poked = false
 		}
 		// Drain first: an answer to the last request, however late, ends the silence.
@@ -111,4 +114,11 @@ func (p *Prober) set(since time.Time, heard bool) {
 	if heard {
 		p.heardAt = since
 	}
+}
+
+// reopened starts a silence at since and forgets what was heard before.
+func (p *Prober) reopened(since time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silentSince, p.heardAt = since, time.Time{}
 }

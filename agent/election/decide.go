@@ -77,7 +77,7 @@ type view struct {
 	// vip is what its prober heard of the VIP (Config.VIPSilence).
 	holderSeenAt  time.Time
 	vip           Silence
-	earlyFailedAt time.Time // the observedAt whose early takeover failed
+	earlyFailedAt time.Time // when this follower's last early takeover write failed
 }
 
 // decide returns what the elector does now and when it looks again at the latest. The step
@@ -187,8 +187,11 @@ func (v view) acquirableAt(now time.Time) time.Time {
 // holder's name, so that a holder whose answers never reach the followers (a fresh holder
 // in its guard, a network that filters ARP replies) is only ever taken over by expiry.
 // The takeover guard of the new holder still waits while anybody answers (package timing).
+// After an early write failed, only a silence that began after the failure counts: a record
+// that arrives after it (this follower's own connection came back) is no new evidence, and
+// the holder may have answered all along where this follower could not hear.
 func (v view) earlyAt() (time.Time, bool) {
-	if !v.earlyFailedAt.IsZero() && v.earlyFailedAt.Equal(v.observedAt) {
+	if !v.earlyFailedAt.IsZero() && !v.vip.SilentSince.After(v.earlyFailedAt) {
 		return time.Time{}, false
 	}
 	if v.vip.SilentSince.IsZero() || v.holderSeenAt.IsZero() || !v.vip.HeardAt.After(v.holderSeenAt) {

@@ -199,8 +199,8 @@ type Elector struct {
 	wasEligible  bool
 	lastHolder   string
 	holderSeenAt time.Time // when lastHolder was first seen (view.earlyAt)
-	// earlyFailedAt: the observedAt of the record whose early takeover write failed; that
-	// record is left to its expiry (takeEarly).
+	// earlyFailedAt: when the last early takeover write failed; the record is left to its
+	// expiry unless a silence begins after it (takeEarly, view.earlyAt).
 	earlyFailedAt time.Time
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or

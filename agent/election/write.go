@@ -89,14 +89,14 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) { e.writeLease(ctx, 0) 
 // takeEarly takes the Lease of a holder whose VIP fell silent (view.earlyAt). The write may
 // take until the record's expiry (timing.StalledRetryTimeout at least): where the silent
 // node led etcd, a proposal sent before etcd elected anew is lost and never answered. A
-// write that fails leaves this record to the expiry, whose read waits for etcd's election
-// (confirmExpiry); a failed early write is not retried, so it costs one request more at most.
+// write that fails leaves the record to the expiry, whose read waits for etcd's election
+// (confirmExpiry); a failed early write is not retried on the same silence, so it costs one
+// request more at most.
 func (e *Elector) takeEarly(ctx context.Context) {
-	seen := e.observedAt
 	untilExpiry := e.observedAt.Add(e.followerWait()).Sub(e.clock.Now())
 	e.writeLease(ctx, max(untilExpiry, timing.StalledRetryTimeout))
-	if !e.leading && e.observedAt.Equal(seen) {
-		e.earlyFailedAt = seen
+	if !e.leading {
+		e.earlyFailedAt = e.clock.Now()
 		e.log.Info("Taking the Lease of a silent holder early failed; waiting for its expiry", "holder", holderOf(e.observed))
 	}
 }

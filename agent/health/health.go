@@ -142,6 +142,13 @@ func (m *Monitor) holdableLocked() bool {
 		m.cfg.Clock.Since(m.unhealthySince) < m.cfg.UnreadyHold
 }
 
+// LinkUp reports whether the interface is up.
+func (m *Monitor) LinkUp() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.linkOK
+}
+
 // SetLink records the state of the interface.
 func (m *Monitor) SetLink(up bool) {
 	m.update(func() string {

@@ -68,15 +68,41 @@
 // which a holder that does not stall never lets pass. The add comes after the write, like a
 // new leader's after its acquisition, so a VIP found missing after RefreshBy is not added
 // again in the term whose refreshes ended. Back within a write and TakeoverSilence, the VIP
-// does not fall silent for EarlyTakeoverSilence and does not move. (One that the health
-// gate removed, on link down, needs the guard alone: the election resigns on the closed
-// gate at once.) A follower that never heard the holder (a fresh holder still in its guard,
+// does not fall silent for EarlyTakeoverSilence and does not move. One that the health
+// gate removed goes back by the same rule: the election resigns on the closed gate at its
+// next step, but a gate that opens again first (the election may sit in a renewal write)
+// must not re-add through the guard alone while a follower's early write is on the wire;
+// the reopening asks for the renewal at once. A follower that heard the holder and then
+// reopened its probe (its link flapped) forgets what it heard, and one whose early write
+// failed tries again only on a silence that began after the failure. A follower that never heard the holder (a fresh holder still in its guard,
 // a network that filters ARP replies) waits for the expiry, so a misconfigured network
 // cannot make the Lease ping-pong. The case assumes what the guard does (L2 reachability,
 // answers within TakeoverReplyBound), that the follower's own link is up (it probes only
-// while healthy), and that a new holder does not stall for longer than EarlyTakeoverSilence
+// while its link is up, and acts only while eligible), and that a new holder does not stall for longer than EarlyTakeoverSilence
 // − TakeoverSilence between its guard's verdict and its first answer. A false silence (4
 // answers in a row lost) costs a needless move, not a second holder.
+//
+// The holder's half of that case is the fence. A holder cut off at L2 with its carrier up
+// (a switch or flow-table fault: no link change, its etcd traffic cut too) does not hear
+// the takeover, and in a stalled hold it would keep the VIP until StalledTerm's end; after
+// a heal before then, two nodes answer for the VIP. So the holder listens to its followers'
+// probes (every FollowerProbeInterval each, no extra traffic): once it heard a follower's
+// stream in this term and then hears no request for the VIP for FenceSilence, it removes
+// the VIP at once, checked every FenceCheckInterval, and puts it back only as a VIP that
+// went missing, after a write of its own. A follower's silence starts when it reads the
+// answer to its last probe the holder heard, so it writes no earlier than
+// EarlyTakeoverSilence after the holder last heard anybody, and adds TakeoverSilence after
+// that; FenceSilence + FenceCheckInterval + ActiveRemovalLateness stays below (460 ms
+// against 480 ms). The fence arms only on a stream (a MAC heard twice within FenceSilence),
+// as a follower takes early only on a holder it heard: a network that answers ARP for the
+// nodes (OVN) or drops the probes never arms it, and a client's sporadic request does not.
+// A holder whose followers all stopped probing at once (their agents or links gone) fences
+// once, needlessly: that costs its own renewal and the guard's verdict, about 0.1 s and no
+// move, and it arms again only on a new stream. Followers probe whenever their link is up,
+// eligible or not, so a stalled hold with L2 intact (an etcd election elsewhere) does not
+// fence even where a follower's kube-apiserver turns unready meanwhile. The fence assumes that
+// the followers' probes reach the holder as its answers reach them; a one-way loss (holder
+// to followers only) is not fenced, and the guard is then the only protection.
 //
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's
@@ -184,6 +210,16 @@ const (
 	// about to answer. A false silence is not a second holder: the taker's guard still waits
 	// while the holder answers, and the holder steps down on the new record.
 	EarlyTakeoverSilence = 4 * FollowerProbeInterval
+	// FenceSilence is how long a holder that heard its followers' probes (arp.Listener) may
+	// hear no request for the VIP before it removes the VIP: it is then cut off from them at
+	// L2, whatever its carrier says, and they take its Lease on their EarlyTakeoverSilence.
+	// Above the gap of two probes in a row lost from a single follower (3 ×
+	// FollowerProbeInterval) by half an interval of jitter; below the followers' threshold by
+	// enough that the VIP is off before a taker's guard can pass (Problems' fence rule).
+	FenceSilence = 3*FollowerProbeInterval + FollowerProbeInterval/2
+	// FenceCheckInterval is how often the holder's listener reads its sockets and checks the
+	// silence: the fence acts at most this late.
+	FenceCheckInterval = 10 * time.Millisecond
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to

@@ -151,3 +151,21 @@ func TestEarlyTakeoverSilence(t *testing.T) {
 		t.Errorf("EarlyTakeoverSilence %s does not beat the expiry of a lease (%s)", EarlyTakeoverSilence, d.LeaseDuration)
 	}
 }
+
+// The holder's fence: it tolerates two probes in a row lost from a single follower, with
+// jitter to spare, and it removes the VIP (checked at most FenceCheckInterval late, removed
+// within ActiveRemovalLateness) before the earliest add of a follower that took the Lease
+// on its silence. Each follower probes every FollowerProbeInterval, so the holder heard its
+// last probe no more than an interval before it last heard anybody, and the follower's
+// silence starts when it reads that probe's answer, an interval after it sent it: no
+// earlier than the holder's last hearing. It writes EarlyTakeoverSilence later at the
+// earliest, and its guard adds TakeoverSilence after the write's start.
+func TestFenceComesBeforeTheEarlyTakeover(t *testing.T) {
+	if gap := 3 * FollowerProbeInterval; FenceSilence-gap < FollowerProbeInterval/2 {
+		t.Errorf("FenceSilence %s leaves less than %s above the gap of two lost probes (%s)", FenceSilence, FollowerProbeInterval/2, gap)
+	}
+	fenced := FenceSilence + FenceCheckInterval + ActiveRemovalLateness
+	if earliestAdd := EarlyTakeoverSilence + TakeoverSilence; fenced > earliestAdd {
+		t.Errorf("the holder may hold the VIP until %s after it last heard a follower, after the earliest early taker's add (%s)", fenced, earliestAdd)
+	}
+}

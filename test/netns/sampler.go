@@ -49,6 +49,23 @@ type SamplerReport struct {
 	FirstError string
 }
 
+// TwoHolders is the time the VIP was on two nodes or more by the sampler's changes
+// (unconfirmed sweeps included).
+func (r SamplerReport) TwoHolders() time.Duration {
+	var total time.Duration
+	for i, c := range r.Changes {
+		if len(c.Holders) < 2 {
+			continue
+		}
+		end := r.End
+		if i+1 < len(r.Changes) {
+			end = r.Changes[i+1].At
+		}
+		total += end.Sub(c.At)
+	}
+	return total
+}
+
 // MaxHolders is the largest holder set seen.
 func (r SamplerReport) MaxHolders() int {
 	m := 0

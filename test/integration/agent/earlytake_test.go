@@ -131,13 +131,7 @@ type linkCut struct {
 // never had the VIP at once.
 func cutHoldersLink(ctx context.Context, t *testing.T, h *netns.Harness, old *netns.Node) linkCut {
 	t.Helper()
-	var via *netns.Node
-	for _, n := range h.Nodes() {
-		if n != old {
-			via = n
-			break
-		}
-	}
+	via := anotherNode(h, old)
 	rec := recordLease(ctx, t, via, old.Name())
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
 	// Right after a renewal, so that the term has most of a lease duration left to run.
@@ -228,4 +222,15 @@ func (r *leaseRecorder) stop() (lastRenew time.Time, holder string, acquired tim
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastRenew, r.holder, r.acquired
+}
+
+// anotherNode is the first node other than n: one through which to watch n's Lease while n
+// is cut off.
+func anotherNode(h *netns.Harness, n *netns.Node) *netns.Node {
+	for _, other := range h.Nodes() {
+		if other != n {
+			return other
+		}
+	}
+	return nil
 }

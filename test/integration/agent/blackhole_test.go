@@ -1,0 +1,142 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package agent_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/test/netns"
+)
+
+// blackholeOutageBound is the longest the client may find the VIP dark when its holder is
+// cut with the carrier up: the followers' early takeover (EarlyTakeoverSilence and one
+// probe interval, the write, the guard) and the client's reconnect.
+const blackholeOutageBound = 600 * time.Millisecond
+
+// TestBlackholedHolder cuts the holder off at L2 with its carrier up (the bridge drops every
+// frame from and to its port, etcd's and the kube-apiserver's included), right after a
+// renewal, for 0.6, 1.5 and 2.5 s, then heals the cut. The holder sees no link change. A
+// follower takes the Lease early on the silence; the cut holder must have fenced itself
+// (removed the VIP) before that, so that after the heal only one node answers for the VIP:
+// both NICs are read every millisecond, the client's namespace asks for the VIP every 10 ms
+// from an address of its own and records who answers, and the client probes the VIP.
+func TestBlackholedHolder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvb-"}})
+	for _, cut := range []time.Duration{600 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond} {
+		t.Run("cut "+cut.String(), func(t *testing.T) {
+			old := offEtcdLeader(ctx, t, h, c)
+			blackholeHolder(ctx, t, h, old, cut)
+		})
+	}
+}
+
+// blackholeHolder cuts old off for cut right after a renewal, heals it, watches for 4 s
+// more (past the end of a stalled hold) and checks: never the VIP on two NICs, never two
+// answerers for it, one answerer after the heal, the client's outage within the bound.
+func blackholeHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *netns.Node, cut time.Duration) {
+	t.Helper()
+	via := anotherNode(h, old)
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+	watch, err := h.StartAnswerWatch(ctx, 10*time.Millisecond)
+	if err != nil {
+		sampler.Stop()
+		t.Fatal(err)
+	}
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+	if err != nil {
+		sampler.Stop()
+		_, _ = watch.Stop()
+		t.Fatal(err)
+	}
+	waitRenewal(ctx, t, h, via, old.Name())
+	cutAt := time.Now()
+	heal, err := h.Blackhole(ctx, old, netns.BothWays)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(cutAt.Add(cut)))
+	if err := heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	healedAt := time.Now()
+	time.Sleep(4 * time.Second)
+	res := prober.Stop()
+	answers, werr := watch.Stop()
+	rep := sampler.Stop()
+
+	after := netns.Answerers(answers, healedAt.Add(100*time.Millisecond))
+	two := netns.TwoAnswerers(answers, 50*time.Millisecond)
+	t.Logf("%s cut for %s (healed %s after the cut): holders %s; two holders %s; answerers after the heal %v, two answerers %s; client: longest outage %s",
+		old, cut, healedAt.Sub(cutAt).Round(time.Millisecond), changes(rep), rep.TwoHolders().Round(time.Millisecond),
+		answerNames(h, after), two.Round(time.Millisecond), res.Longest().Round(time.Millisecond))
+	assertNoOverlap(t, rep)
+	if werr != nil {
+		t.Errorf("answer watch: %v", werr)
+	}
+	if len(after) != 1 || two != 0 {
+		t.Errorf("after the heal %v answered for the VIP, two at once for %s; want one answerer", answerNames(h, after), two.Round(time.Millisecond))
+	}
+	if holders, err := h.Holders(); err != nil || len(holders) != 1 {
+		t.Errorf("after the heal: holders %v, %v; want one", netns.Names(holders), err)
+	}
+	netns.CheckOutage(t, "holder blackholed for "+cut.String(), res, blackholeOutageBound)
+}
+
+// answerNames names the nodes that own the MACs, the MAC itself for a foreign one.
+func answerNames(h *netns.Harness, macs []string) string {
+	names := make([]string, len(macs))
+	for i, mac := range macs {
+		names[i] = mac
+		for _, n := range h.Nodes() {
+			if n.MAC().String() == mac {
+				names[i] = n.Name()
+			}
+		}
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// TestBlackholedFollowerMovesNothing cuts a follower off at L2 with its carrier up for 1 s,
+// three times: it hears the holder fall silent and its early write fails (its etcd member
+// is cut too). After the heal it hears the holder again, and the VIP must not move to it,
+// nor anywhere: a follower's own blip is no reason to reset every connection through the
+// VIP. The holder still hears the other follower and must not fence either.
+func TestBlackholedFollowerMovesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvf-"}})
+	for round := range 3 {
+		holder := offEtcdLeader(ctx, t, h, c)
+		follower := anotherNode(h, holder)
+		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+		prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
+		if err != nil {
+			sampler.Stop()
+			t.Fatal(err)
+		}
+		heal, err := h.Blackhole(ctx, follower, netns.BothWays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if err := heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * time.Second)
+		res := prober.Stop()
+		rep := sampler.Stop()
+		t.Logf("round %d: follower %s cut for 1s under holder %s: holders %s; client: longest outage %s",
+			round, follower, holder, changes(rep), res.Longest().Round(time.Millisecond))
+		assertNoOverlap(t, rep)
+		if len(rep.Changes) != 1 {
+			t.Errorf("round %d: the VIP moved although only the follower %s was cut: %s", round, follower, changes(rep))
+		}
+	}
+}
