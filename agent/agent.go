@@ -107,6 +107,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 			OnAcquireFailed:  n.onAcquireFailed,
 			OnStoppedLeading: n.onStoppedLeading,
 			OnNewLeader:      n.onNewLeader,
+			OnAcquired:       n.onAcquired,
 		},
 	})
 	if err != nil {
@@ -114,6 +115,13 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	}
 	n.elector = elector
 	set.listen(elector.Poke, log.WithName("prober"))
+	registerer.MustRegister(newObserverCollector(set, elector.StalledHold))
+	moves, err := newMoveEvents(ctx, restConfig)
+	if err != nil {
+		return err
+	}
+	defer moves.shutdown()
+	n.moves = moves
 
 	if err := removeStaleVIP(ctx, log, leases, cfg, set, k); err != nil {
 		return err
