@@ -118,7 +118,7 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 # promtool, Prometheus' own tool, built the same way: it unit-tests the alerts of
-# manifests/monitoring against synthetic series (manifests/monitoring/tests). Its first build
+# manifests/monitoring against synthetic series (test/monitoring). Its first build
 # is CPU-heavy, so it runs niced.
 PROMTOOL_VERSION := v0.316.0
 PROMTOOL := $(KUBE_VIP_CACHE)/tools/promtool-$(PROMTOOL_VERSION)
@@ -132,7 +132,10 @@ $(PROMTOOL):
 # failure and stays quiet otherwise.
 .PHONY: promtool-test
 promtool-test: $(PROMTOOL)
-	$(PROMTOOL) test rules manifests/monitoring/tests/*.yaml
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) run ./hack/tools/promrules manifests/monitoring/prometheusrule.yaml $$dir/prometheusrule.yaml && \
+	cp test/monitoring/*.yaml $$dir/ && \
+	$(PROMTOOL) test rules $$dir/*_test.yaml
 
 # The GitHub workflows, with actionlint (a tool directive in go.mod).
 .PHONY: actionlint

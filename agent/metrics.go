@@ -179,14 +179,13 @@ type observerCollector struct {
 }
 
 func newObserverCollector(view followerView, stalledHold func() time.Duration) *observerCollector {
-	const ns = "kube_vip_agent_"
 	return &observerCollector{
 		view: view, stalledHold: stalledHold,
-		lastHeard: prometheus.NewDesc(ns+"vip_last_heard_seconds",
+		lastHeard: prometheus.NewDesc("kube_vip_agent_vip_last_heard_seconds",
 			"Seconds since another host last answered this follower's probe of the VIP (since probing began if none did); only while this node probes as an eligible follower.", nil, nil),
-		answerers: prometheus.NewDesc(ns+"vip_answerers",
+		answerers: prometheus.NewDesc("kube_vip_agent_vip_answerers",
 			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes as an eligible follower.", nil, nil),
-		stalled: prometheus.NewDesc(ns+"stalled_hold_seconds",
+		stalled: prometheus.NewDesc("kube_vip_agent_stalled_hold_seconds",
 			"Seconds this leader has held its term through stalled renewals (an etcd election), 0 when it does not; the hold ends by its bound (timing.StalledWriteHold after the term).", nil, nil),
 	}
 }
