@@ -57,8 +57,8 @@ type metrics struct {
 	vipInfo *prometheus.GaugeVec
 	// acquisitions counts the terms this node began, by why it took the Lease
 	// (election.Acquisition); guardErrors counts the takeover guard's failed probes.
-	acquisitions *prometheus.CounterVec
-	guardErrors  prometheus.Counter
+	acquisitions     *prometheus.CounterVec
+	guardErrors      prometheus.Counter
 	clock            clock.PassiveClock
 	mu               sync.Mutex
 	lastTransitionAt time.Time
