@@ -205,17 +205,5 @@ func latest(events []eventsv1.Event) eventsv1.Event {
 
 // acquisitions reads kube_vip_agent_acquisitions_total for one reason from n's agent.
 func acquisitions(ctx context.Context, n *netns.Node, reason string) (float64, error) {
-	text, err := metricsText(ctx, n)
-	if err != nil {
-		return 0, err
-	}
-	prefix := fmt.Sprintf(`kube_vip_agent_acquisitions_total{node=%q,reason=%q} `, n.Name(), reason)
-	for line := range strings.Lines(text) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			var v float64
-			_, err := fmt.Sscan(rest, &v)
-			return v, err
-		}
-	}
-	return 0, fmt.Errorf("%s: no %s", n, strings.TrimSpace(prefix))
+	return sample(ctx, n, fmt.Sprintf(`kube_vip_agent_acquisitions_total{node=%q,reason=%q}`, n.Name(), reason))
 }
