@@ -124,6 +124,26 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
+# promtool, Prometheus' own tool, built the same way: it unit-tests the alerts of
+# manifests/monitoring against synthetic series (test/monitoring). Its first build
+# is CPU-heavy, so it runs niced.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := $(KUBE_VIP_CACHE)/tools/promtool-$(PROMTOOL_VERSION)
+
+$(PROMTOOL):
+	@mkdir -p $(KUBE_VIP_CACHE)/tools/.gobin
+	GOBIN=$(KUBE_VIP_CACHE)/tools/.gobin GOFLAGS= nice $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	mv $(KUBE_VIP_CACHE)/tools/.gobin/promtool $@
+
+# Part of `make check`: every alert of the shipped PrometheusRule fires on its synthetic
+# failure and stays quiet otherwise.
+.PHONY: promtool-test
+promtool-test: $(PROMTOOL)
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) run ./hack/tools/promrules manifests/monitoring/prometheusrule.yaml $$dir/prometheusrule.yaml && \
+	cp test/monitoring/*.yaml $$dir/ && \
+	$(PROMTOOL) test rules $$dir/*_test.yaml
+
 # The GitHub workflows, with actionlint (a tool directive in go.mod).
 .PHONY: actionlint
 actionlint:
@@ -140,7 +160,7 @@ license-check:
 # Static checks; every step runs, the target fails if any did.
 .PHONY: check
 check:
-	@rc=0; for t in vet fmt-check license-check check-generate actionlint lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+	@rc=0; for t in vet fmt-check license-check check-generate actionlint promtool-test lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:

@@ -108,6 +108,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 			OnAcquireFailed:  n.onAcquireFailed,
 			OnStoppedLeading: n.onStoppedLeading,
 			OnNewLeader:      n.onNewLeader,
+			OnAcquired:       n.onAcquired,
 		},
 	})
 	if err != nil {
@@ -118,6 +119,13 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	// The holder's ear on its followers' probes: it fences the node off the VIP when they
 	// stop arriving (keeper.Fence).
 	ear := arp.NewListener(iface, vips, k.Fence, log.WithName("listener"))
+	registerer.MustRegister(newObserverCollector(set, elector.StalledHold))
+	moves, err := newMoveEvents(ctx, restConfig)
+	if err != nil {
+		return err
+	}
+	defer moves.shutdown()
+	n.moves = moves
 
 	if err := removeStaleVIP(ctx, log, leases, cfg, set, k); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/health"
@@ -25,6 +26,7 @@ type node struct {
 	monitor *health.Monitor
 	etcd    *health.EtcdLeader // nil without --etcd-metrics-url
 	elector *election.Elector
+	moves   *moveEvents
 	// leading mirrors the election's state for the etcd leadership reader, which reads
 	// more often while this node leads.
 	leading atomic.Bool
@@ -71,9 +73,17 @@ func (n *node) onStoppedLeading(reason string) (released bool) {
 	return n.keeper.Following(reason)
 }
 
-// onNewLeader: the Lease names another holder.
+// onNewLeader: the Lease names another holder. At info: a follower's log then tells when
+// the VIP moved even where the old and the new holder's logs are out of reach.
 func (n *node) onNewLeader(holder string) {
-	n.log.V(1).Info("Lease holder changed", "holder", holder)
+	n.log.Info("Lease holder changed", "holder", holder)
+}
+
+// onAcquired: this node took the Lease; the metric counts why and an Event on the Lease
+// says so (election.Acquisition).
+func (n *node) onAcquired(lease *coordinationv1.Lease, a election.Acquisition) {
+	n.metrics.acquisitions.WithLabelValues(a.Reason).Inc()
+	n.moves.acquired(lease, a)
 }
 
 // eligible: this node may take the lead. A keeper that could not put the VIP on for

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/utils/clock"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 )
 
 // newRegistry returns the agent's registry and the registerer for its metrics: every
@@ -52,7 +54,11 @@ type metrics struct {
 	etcdReadable prometheus.Gauge
 	// vipInfo is 1 for each VIP of the exposure, labelled with the address and its family;
 	// vipPresent and the other unlabelled metrics cover them together.
-	vipInfo          *prometheus.GaugeVec
+	vipInfo *prometheus.GaugeVec
+	// acquisitions counts the terms this node began, by why it took the Lease
+	// (election.Acquisition); guardErrors counts the takeover guard's failed probes.
+	acquisitions     *prometheus.CounterVec
+	guardErrors      prometheus.Counter
 	clock            clock.PassiveClock
 	mu               sync.Mutex
 	lastTransitionAt time.Time
@@ -90,8 +96,16 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			Help: "1 while the local etcd member leads the etcd cluster (confirmed by two reads), so that this node leaves the VIP to another one, else 0."}),
 		etcdReadable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "etcd_metrics_readable",
 			Help: "1 while the last read of the local etcd member's metrics (--etcd-metrics-url) succeeded; 0 means the etcd-leader yield is off on this node."}),
+		acquisitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "acquisitions_total",
+			Help: "Terms this node began, by why it took the Lease: release, offer, expiry, early (the holder's VIP fell silent) or own-record."},
+			[]string{"reason"}),
+		guardErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "guard_errors_total",
+			Help: "Rounds of the takeover guard whose probe of the LAN failed (a socket error), so that this leader did not add the VIP."}),
 		clock:            clk,
 		lastTransitionAt: clk.Now(),
+	}
+	for _, r := range election.Reasons {
+		m.acquisitions.WithLabelValues(r)
 	}
 	since := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "seconds_since_last_transition",
 		Help: "Seconds since this node last became or stopped being the leader (since start if never)."},
@@ -100,7 +114,7 @@ func newMetrics(reg prometheus.Registerer, clk clock.PassiveClock) *metrics {
 			defer m.mu.Unlock()
 			return m.clock.Since(m.lastTransitionAt).Seconds()
 		})
-	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, m.etcdReadable, m.vipInfo, since)
+	reg.MustRegister(m.isLeader, m.transitions, m.garpSent, m.vipPresent, m.apiserverHealthy, m.probeDuration, m.linkWatchRestarts, m.takeoverWaits, m.vipHeldElsewhere, m.requests, m.etcdLeader, m.etcdReadable, m.vipInfo, m.acquisitions, m.guardErrors, since)
 	return m
 }
 
@@ -144,4 +158,48 @@ func (m *metrics) countRequests(target string) func(http.RoundTripper) http.Roun
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &countingTransport{next: next, counter: counter}
 	}
+}
+
+// followerView is what the election and the follower's probers tell the metrics at a scrape.
+type followerView interface {
+	// heard reports, while this node probes the VIP as a follower, the seconds since the VIP
+	// last answered (or since probing began) and the distinct MACs that answered in the
+	// last arp.AnswerersWindow; probing is false otherwise.
+	heard() (lastHeardSeconds float64, answerers int, probing bool)
+}
+
+// observerCollector exports the follower prober's view (only while it probes, so that
+// the minimum over the nodes is the eligible followers') and the leader's stalled hold.
+type observerCollector struct {
+	view        followerView
+	stalledHold func() time.Duration
+	lastHeard   *prometheus.Desc
+	answerers   *prometheus.Desc
+	stalled     *prometheus.Desc
+}
+
+func newObserverCollector(view followerView, stalledHold func() time.Duration) *observerCollector {
+	return &observerCollector{
+		view: view, stalledHold: stalledHold,
+		lastHeard: prometheus.NewDesc("kube_vip_agent_vip_last_heard_seconds",
+			"Seconds since another host last answered this follower's probe of the VIP (since probing began if none did); only while this node probes as an eligible follower.", nil, nil),
+		answerers: prometheus.NewDesc("kube_vip_agent_vip_answerers",
+			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes as an eligible follower.", nil, nil),
+		stalled: prometheus.NewDesc("kube_vip_agent_stalled_hold_seconds",
+			"Seconds this leader has held its term through stalled renewals (an etcd election), 0 when it does not; the hold ends by its bound (timing.StalledWriteHold after the term).", nil, nil),
+	}
+}
+
+func (c *observerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lastHeard
+	ch <- c.answerers
+	ch <- c.stalled
+}
+
+func (c *observerCollector) Collect(ch chan<- prometheus.Metric) {
+	if seconds, answerers, probing := c.view.heard(); probing {
+		ch <- prometheus.MustNewConstMetric(c.lastHeard, prometheus.GaugeValue, seconds)
+		ch <- prometheus.MustNewConstMetric(c.answerers, prometheus.GaugeValue, float64(answerers))
+	}
+	ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, c.stalledHold().Seconds())
 }

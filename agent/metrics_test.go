@@ -5,10 +5,12 @@
 package agent
 
 import (
+	"maps"
 	"testing"
-
-	clocktesting "k8s.io/utils/clock/testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestMetricsCarryTheNodeAndTheRuntime(t *testing.T) {
@@ -36,6 +38,39 @@ func TestMetricsCarryTheNodeAndTheRuntime(t *testing.T) {
 	for _, want := range []string{"kube_vip_agent_is_leader", "go_goroutines", "process_resident_memory_bytes", "go_build_info"} {
 		if !seen[want] {
 			t.Errorf("no %s among the agent's metrics", want)
+		}
+	}
+}
+
+type heardView struct {
+	seconds   float64
+	answerers int
+	probing   bool
+}
+
+func (h heardView) heard() (float64, int, bool) { return h.seconds, h.answerers, h.probing }
+
+// The follower's view is exported only while it probes, so that the minimum over the nodes
+// is what the eligible followers hear; the stalled hold always.
+func TestObserverMetricsOnlyWhileProbing(t *testing.T) {
+	for _, view := range []heardView{{12.5, 2, true}, {0, 0, false}} {
+		registry := prometheus.NewRegistry()
+		registry.MustRegister(newObserverCollector(view, func() time.Duration { return 1500 * time.Millisecond }))
+		families, err := registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			got[f.GetName()] = f.GetMetric()[0].GetGauge().GetValue()
+		}
+		want := map[string]float64{"kube_vip_agent_stalled_hold_seconds": 1.5}
+		if view.probing {
+			want["kube_vip_agent_vip_last_heard_seconds"] = 12.5
+			want["kube_vip_agent_vip_answerers"] = 2
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("probing=%v: metrics %v, want %v", view.probing, got, want)
 		}
 	}
 }

@@ -41,6 +41,7 @@ func (k *keeper) takeover(ctx context.Context) {
 	}
 	if err != nil {
 		// Without an answer from the guard, adding could put the VIP on two nodes.
+		k.metrics.guardErrors.Inc()
 		k.failedLocked(now, err, "Probing the LAN for another holder of the VIP failed; not adding it")
 		return
 	}

@@ -186,15 +186,31 @@ func (s *vipSet) silence() election.Silence {
 		heard, since := p.Silence()
 		if heard.After(out.HeardAt) {
 			out.HeardAt = heard
+			out.HeardFrom, _ = p.Heard(heard)
 		}
 		if since.IsZero() {
-			return election.Silence{HeardAt: out.HeardAt}
+			return election.Silence{HeardAt: out.HeardAt, HeardFrom: out.HeardFrom}
 		}
 		if i == 0 || since.After(out.SilentSince) {
 			out.SilentSince = since
 		}
 	}
 	return out
+}
+
+// heard is the probers' view for the metrics (followerView): the exposure is heard as
+// long as any family is, and the answerers are the most that any family counts.
+func (s *vipSet) heard() (lastHeardSeconds float64, answerers int, probing bool) {
+	silence := s.silence()
+	if silence.SilentSince.IsZero() {
+		return 0, 0, false
+	}
+	now := time.Now()
+	for _, p := range s.probers {
+		_, n := p.Heard(now)
+		answerers = max(answerers, n)
+	}
+	return now.Sub(silence.SilentSince).Seconds(), answerers, true
 }
 
 // Present reports whether any VIP is on the interface.

@@ -30,6 +30,10 @@ type Prober struct {
 	mu          sync.Mutex
 	heardAt     time.Time
 	silentSince time.Time
+	// answers is when each MAC last answered, for Heard; only the last AnswerersWindow
+	// is kept.
+	answers   map[string]time.Time
+	heardFrom string
 }
 
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
@@ -93,8 +97,9 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 			continue
 		}
 		now := time.Now()
-		if who != "" {
+		if len(who) > 0 {
 			p.set(now, true)
+			p.noteAnswers(now, who)
 			poked = false
 		}
 		if _, since := p.Silence(); !poked && now.Sub(since) >= timing.EarlyTakeoverSilence {
@@ -121,4 +126,40 @@ func (p *Prober) reopened(since time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.silentSince, p.heardAt = since, time.Time{}
+	p.heardFrom, p.answers = "", nil
+}
+
+// AnswerersWindow is how far back Heard counts the hosts that answered for the VIP.
+const AnswerersWindow = time.Second
+
+// Heard returns the MAC that answered for the VIP last ("" for never) and how many distinct
+// MACs answered in the AnswerersWindow before now: two or more are two hosts claiming the
+// VIP, seen by a node that is not one of them.
+func (p *Prober) Heard(now time.Time) (lastMAC string, answerers int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, at := range p.answers {
+		if now.Sub(at) <= AnswerersWindow {
+			answerers++
+		}
+	}
+	return p.heardFrom, answerers
+}
+
+// noteAnswers records the senders that answered at now.
+func (p *Prober) noteAnswers(now time.Time, senders []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.answers == nil {
+		p.answers = map[string]time.Time{}
+	}
+	for mac, at := range p.answers {
+		if now.Sub(at) > AnswerersWindow {
+			delete(p.answers, mac)
+		}
+	}
+	for _, mac := range senders {
+		p.answers[mac] = now
+	}
+	p.heardFrom = senders[len(senders)-1]
 }

@@ -23,14 +23,14 @@ type scriptedProbe struct {
 	failed *bool
 }
 
-func (p *scriptedProbe) drain() (string, error) {
+func (p *scriptedProbe) drain() ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.drains++
 	if p.drains == 1 && !*p.failed {
-		return "02:00:00:00:00:01", nil
+		return []string{"02:00:00:00:00:01"}, nil
 	}
-	return "", nil
+	return nil, nil
 }
 
 func (p *scriptedProbe) send() error {

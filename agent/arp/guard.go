@@ -46,8 +46,8 @@ type probe interface {
 	// send sends one request for the VIP.
 	send() error
 	// drain reads every claim of the VIP by another host that the socket has queued,
-	// without blocking, and names the last one's sender ("" for none).
-	drain() (string, error)
+	// without blocking, and names their senders in the order read (none: nil).
+	drain() ([]string, error)
 	Close() error
 }
 
@@ -82,8 +82,8 @@ func (g *Guard) Free(ctx context.Context, since, until time.Time) (free bool, ho
 		if err != nil {
 			return false, holder, g.fail(err)
 		}
-		if who != "" {
-			holder, g.silent = who, g.silent[:0]
+		if n := len(who); n > 0 {
+			holder, g.silent = who[n-1], g.silent[:0]
 		}
 		if g.unanswered(now) >= timing.TakeoverProbes {
 			return true, holder, nil

@@ -31,16 +31,16 @@ func (f *fakeHolder) send() error {
 	return nil
 }
 
-func (f *fakeHolder) drain() (string, error) {
+func (f *fakeHolder) drain() ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	holder := ""
+	var holders []string
 	for ; f.read < len(f.sent) && !time.Now().Before(f.sent[f.read].Add(f.delay)); f.read++ {
 		if !f.silent && (f.lost == nil || !f.lost(f.read)) {
-			holder = "02:00:00:00:00:09"
+			holders = append(holders, "02:00:00:00:00:09")
 		}
 	}
-	return holder, nil
+	return holders, nil
 }
 
 func (f *fakeHolder) Close() error { return nil }

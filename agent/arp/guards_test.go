@@ -6,8 +6,11 @@ package arp
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 // scriptedGuard answers Free from a list of verdicts, one per call (the last repeats).
@@ -52,5 +55,20 @@ func TestGuardsFreeOnlyWhenEveryFamilyIsFree(t *testing.T) {
 				t.Errorf("the IPv4 guard started over %d times, want %d", v4.closed, tc.closedV4)
 			}
 		})
+	}
+}
+
+// Heard counts the distinct MACs of the last AnswerersWindow and names the last one.
+func TestProberCountsAnswerers(t *testing.T) {
+	p := NewProber("lo", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
+	t0 := time.Unix(1000, 0)
+	p.noteAnswers(t0, []string{"02:00:00:00:00:01"})
+	p.noteAnswers(t0.Add(500*time.Millisecond), []string{"02:00:00:00:00:02", "02:00:00:00:00:01"})
+	if mac, n := p.Heard(t0.Add(900 * time.Millisecond)); mac != "02:00:00:00:00:01" || n != 2 {
+		t.Fatalf("heard %q from %d answerers, want 02:00:00:00:00:01 from 2", mac, n)
+	}
+	p.noteAnswers(t0.Add(1600*time.Millisecond), []string{"02:00:00:00:00:02"})
+	if mac, n := p.Heard(t0.Add(1700 * time.Millisecond)); mac != "02:00:00:00:00:02" || n != 1 {
+		t.Fatalf("heard %q from %d answerers a second later, want 02:00:00:00:00:02 from 1", mac, n)
 	}
 }

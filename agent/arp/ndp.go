@@ -163,12 +163,12 @@ func (p *ndpProbe) send() error {
 	return nil
 }
 
-func (p *ndpProbe) drain() (string, error) {
-	holder := ""
+func (p *ndpProbe) drain() ([]string, error) {
+	var holders []string
 	for {
 		n, from, ok, err := recvQueued(p.raw, p.buf)
 		if err != nil || !ok {
-			return holder, err
+			return holders, err
 		}
 		m, err := ndp.ParseMessage(p.buf[:n])
 		na, isNA := m.(*ndp.NeighborAdvertisement)
@@ -191,7 +191,7 @@ func (p *ndpProbe) drain() (string, error) {
 			}
 		}
 		if sender != "" {
-			holder = sender
+			holders = append(holders, sender)
 		}
 	}
 }

@@ -86,12 +86,12 @@ func (p *arpProbe) send() error {
 	return nil
 }
 
-func (p *arpProbe) drain() (string, error) {
-	holder := ""
+func (p *arpProbe) drain() ([]string, error) {
+	var holders []string
 	for {
 		n, _, ok, err := recvQueued(p.raw, p.buf)
 		if err != nil || !ok {
-			return holder, err
+			return holders, err
 		}
 		var f ethernet.Frame
 		var pkt arp.Packet
@@ -99,7 +99,7 @@ func (p *arpProbe) drain() (string, error) {
 			continue
 		}
 		if pkt.SenderIP == p.vip && !bytes.Equal(pkt.SenderHardwareAddr, p.ifi.HardwareAddr) {
-			holder = pkt.SenderHardwareAddr.String()
+			holders = append(holders, pkt.SenderHardwareAddr.String())
 		}
 	}
 }

@@ -109,6 +109,8 @@ type Config struct {
 type Silence struct {
 	// HeardAt is when another host last answered for the VIP (any family); zero for never.
 	HeardAt time.Time
+	// HeardFrom is the MAC address that answered at HeardAt.
+	HeardFrom string
 	// SilentSince is when every family of the VIP was last answered, or when this follower
 	// began to probe it if that is later; zero while it does not probe them all.
 	SilentSince time.Time
@@ -138,6 +140,9 @@ type Callbacks struct {
 	OnStoppedLeading func(reason string) (released bool)
 	// OnNewLeader is called when the holder seen in the Lease changes ("" when released).
 	OnNewLeader func(identity string)
+	// OnAcquired is called after OnLeading at the start of a term with the Lease as this
+	// candidate wrote it and why it took it (the Lease's AcquiredAnnotation).
+	OnAcquired func(lease *coordinationv1.Lease, a Acquisition)
 }
 
 // Validate checks the timings and the required fields.
@@ -180,9 +185,12 @@ type Elector struct {
 	// stalled: the renewals of the current term stall and the term is held through them
 	// (Config.HoldThroughStall, timing.StalledTerm); lastAttempt is when the last renewal
 	// attempt started, to pace the retries.
-	stalled     bool
-	stalledAt   time.Time
-	lastAttempt time.Time
+	stalled   bool
+	stalledAt time.Time
+	// stalledSince mirrors stalledAt (Unix ns) while a leader holds through a stall, 0
+	// otherwise, for StalledHold.
+	stalledSince atomic.Int64
+	lastAttempt  time.Time
 	// stallNotBefore: a follower's read before a takeover stalled; it does not take the
 	// Lease for want of renewals before this (confirmExpiry).
 	stallNotBefore time.Time
@@ -202,6 +210,8 @@ type Elector struct {
 	// earlyFailedAt: when the last early takeover write failed; the record is left to its
 	// expiry unless a silence begins after it (takeEarly, view.earlyAt).
 	earlyFailedAt time.Time
+	// takingEarly: the write under way is an early takeover's (its Acquisition's reason).
+	takingEarly bool
 	// releaseSeen: the Lease as last seen is a release record (see isRelease). Only a
 	// release may be taken at once; an unheld Lease that was created (after a deletion, or
 	// at bootstrap) may hide a leader whose term still runs.

@@ -152,6 +152,7 @@ type recorded struct {
 	// acquireFailed counts OnAcquireFailed.
 	acquiring     []string
 	acquireFailed int
+	acquired      []Acquisition // each OnAcquired
 }
 
 func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*Elector, *recorded) {
@@ -167,14 +168,15 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 	e, err := New(Config{
 		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
 		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, HoldThroughStall: cfg.HoldThroughStall,
-		VIPAnswered: cfg.VIPAnswered,
-		Clock:       h.clock, Log: logr.Discard(),
+		VIPAnswered: cfg.VIPAnswered, VIPSilence: cfg.VIPSilence,
+		Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },
 			OnRenewing:       func(time.Time) { rec.renewing = append(rec.renewing, h.clock.Now()) },
 			OnAcquiring:      func() { rec.acquiring = append(rec.acquiring, holderOf(h.leases.current())) },
 			OnAcquireFailed:  func() { rec.acquireFailed++ },
 			OnStoppedLeading: func(reason string) bool { rec.stopped = append(rec.stopped, reason); return true },
+			OnAcquired:       func(_ *coordinationv1.Lease, a Acquisition) { rec.acquired = append(rec.acquired, a) },
 		},
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ const (
 // takes over without waiting for it to expire.
 func (e *Elector) stopLeading(reason string, release bool) {
 	e.leading, e.renewLate = false, false
+	e.stalledSince.Store(0)
 	e.log.Info("Stopped leading", "reason", reason)
 	if e.cfg.Callbacks.OnStoppedLeading != nil && !e.cfg.Callbacks.OnStoppedLeading(reason) {
 		e.log.Info("Not releasing the Lease: the leader's resources could not be removed; it will expire")

@@ -94,7 +94,9 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) { e.writeLease(ctx, 0) 
 // request more at most.
 func (e *Elector) takeEarly(ctx context.Context) {
 	untilExpiry := e.observedAt.Add(e.followerWait()).Sub(e.clock.Now())
+	e.takingEarly = true
 	e.writeLease(ctx, max(untilExpiry, timing.StalledRetryTimeout))
+	e.takingEarly = false
 	if !e.leading {
 		e.earlyFailedAt = e.clock.Now()
 		e.log.Info("Taking the Lease of a silent holder early failed; waiting for its expiry", "holder", holderOf(e.observed))
@@ -156,6 +158,12 @@ func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 		lease.Spec.LeaseTransitions = &transitions
 	}
 
+	var acquired Acquisition
+	if !e.leading {
+		acquired = e.acquisition(start)
+		acquired.record(lease)
+	}
+
 	e.lastWrite = lease.Spec.RenewTime
 	if e.leading && renewing && e.cfg.Callbacks.OnRenewing != nil {
 		e.cfg.Callbacks.OnRenewing(start)
@@ -192,6 +200,7 @@ func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 	e.observe(updated, true)
 	if e.stalled {
 		e.stalled = false
+		e.stalledSince.Store(0)
 		e.log.Info("Renewed the Lease after a stall", "heldThroughStallFor", e.clock.Since(e.stalledAt).String())
 	}
 	e.renewStarted = start
@@ -205,10 +214,14 @@ func (e *Elector) writeLease(ctx context.Context, timeout time.Duration) {
 	newTerm := !e.leading
 	if newTerm {
 		e.leading = true
-		e.log.Info("Became leader", "reason", acquireReason(renewing))
+		e.log.Info("Became leader", "reason", acquired.Reason, "previousHolder", acquired.PreviousHolder,
+			"silenceMs", acquired.SilenceMillis, "lastHeardMAC", acquired.LastHeardMAC)
 	}
 	if e.cfg.Callbacks.OnLeading != nil {
 		e.cfg.Callbacks.OnLeading(term, newTerm)
+	}
+	if newTerm && e.cfg.Callbacks.OnAcquired != nil {
+		e.cfg.Callbacks.OnAcquired(updated, acquired)
 	}
 }
 
@@ -225,6 +238,16 @@ func (e *Elector) renewDeadline(start time.Time) time.Time {
 		return end.Add(-timing.StalledDecisionMargin)
 	}
 	return end
+}
+
+// StalledHold is how long the leader has held its term through stalled renewals (0 when
+// it does not); the hold ends by timing.StalledWriteHold after the term. Safe from any
+// goroutine.
+func (e *Elector) StalledHold() time.Duration {
+	if at := e.stalledSince.Load(); at != 0 {
+		return e.clock.Since(time.Unix(0, at))
+	}
+	return 0
 }
 
 func (e *Elector) mayHoldThroughStall() bool {
@@ -246,8 +269,10 @@ func (e *Elector) noteRenewalFailure(err error) {
 	}
 	e.stalled = hold
 	term := e.cfg.Timings.TermFrom(e.renewStarted)
+	e.stalledSince.Store(0)
 	if hold {
 		e.stalledAt = e.clock.Now()
+		e.stalledSince.Store(e.stalledAt.UnixNano())
 		term = e.cfg.Timings.StalledTerm(term)
 		e.log.Info("Renewals stall; holding the term through the stall", "until", term.End.Format(time.RFC3339Nano), "error", err.Error())
 	} else {
@@ -274,11 +299,4 @@ func stallError(err error) bool {
 		return false // another answer of the API server
 	}
 	return true // the transport failed after the connection was made
-}
-
-func acquireReason(renewing bool) string {
-	if renewing {
-		return "the Lease already named this node"
-	}
-	return "the Lease was free or expired"
 }

@@ -35,7 +35,8 @@ var (
 // agentAlerts are the alerts of manifests/monitoring/prometheusrule.yaml that read only the
 // agents' metrics, so that a Prometheus that scrapes the agents and not the controller
 // raises no false alert (KubeVIPNoLeader fires on the controller's metric being absent).
-var agentAlerts = []string{"KubeVIPNotOnExactlyOneNode", "KubeVIPHeldElsewhere", "KubeVIPFlapping", "KubeVIPAPIServerUnhealthy"}
+var agentAlerts = []string{"KubeVIPOnSeveralNodes", "KubeVIPLeaderWithoutVIP", "KubeVIPDark", "KubeVIPTwoAnswerers",
+	"KubeVIPStalledHoldTooLong", "KubeVIPHeldElsewhere", "KubeVIPFlapping", "KubeVIPAPIServerUnhealthy"}
 
 // MonitoringName is the name of the agent's ServiceMonitor and PrometheusRule, as Gardener
 // names the config objects of a Prometheus (monitoringutils.ConfigObjectMeta).

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -59,13 +60,21 @@ func (o objectNames) role(namespace string) *rbacv1ac.RoleApplyConfiguration {
 	if o.watchLease {
 		verbs = []string{"get", "watch", "update"}
 	}
-	return rbacv1ac.Role(o.name, namespace).
+	role := rbacv1ac.Role(o.name, namespace).
 		WithLabels(o.labels()).
 		WithRules(rbacv1ac.PolicyRule().
 			WithAPIGroups(coordinationv1.GroupName).
 			WithResources("leases").
 			WithResourceNames(o.lease).
 			WithVerbs(verbs...))
+	if o.watchLease {
+		// kube-vip-agent emits one Event per move of the VIP on the Lease, a create each.
+		role.WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups(eventsv1.GroupName).
+			WithResources("events").
+			WithVerbs("create"))
+	}
+	return role
 }
 
 // leaseObject is the implementation's Lease with the extension's labels and no spec: the

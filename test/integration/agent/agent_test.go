@@ -365,12 +365,18 @@ func restoreNodes(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.
 }
 
 func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
+	return sample(ctx, n, name+`{node="`+n.Name()+`"}`)
+}
+
+// sample reads one series (its name and labels as the text format writes them) from the
+// agent's metrics endpoint on node n.
+func sample(ctx context.Context, n *netns.Node, series string) (float64, error) {
 	text, err := metricsText(ctx, n)
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(text) {
-		if rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), name+`{node="`+n.Name()+`"} `); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), series+" "); ok {
 			var v float64
 			if _, err := fmt.Sscan(rest, &v); err != nil {
 				return 0, fmt.Errorf("parsing %q: %w", line, err)
@@ -378,5 +384,5 @@ func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("metric %s{node=%q} not found", name, n.Name())
+	return 0, fmt.Errorf("%s: no series %s", n, series)
 }

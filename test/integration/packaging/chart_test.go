@@ -193,7 +193,7 @@ func TestChart(t *testing.T) {
 			t.Fatalf("rendering: %v", err)
 		}
 		r := toObjects(t, chart)
-		want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "Role", "RoleBinding", "RoleBinding", "RoleBinding", "ServiceAccount"}
+		want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Role", "Role", "Role", "RoleBinding", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"}
 		if got := r.kinds(); !slices.Equal(got, want) {
 			t.Errorf("kinds = %v, want %v", got, want)
 		}

@@ -37,6 +37,10 @@ func exportedMetrics(t *testing.T, root string) map[string]bool {
 	for _, m := range regexp.MustCompile(`Namespace: ns, Name: "([a-z_]+)"`).FindAllSubmatch(src, -1) {
 		names["kube_vip_agent_"+string(m[1])] = true
 	}
+	// The collector's metrics, read per scrape (the follower's prober, the stalled hold).
+	for _, m := range regexp.MustCompile(`prometheus\.NewDesc\("(kube_vip_agent_[a-z_]+)"`).FindAllSubmatch(src, -1) {
+		names[string(m[1])] = true
+	}
 	if len(names) == 0 {
 		t.Fatal("found no agent metric in agent/metrics.go")
 	}
@@ -144,7 +148,7 @@ func exportedSeries(exported map[string]bool, name string) bool {
 // names only metrics this code exports.
 func TestGrafanaDashboard(t *testing.T) {
 	root := repoRoot(t)
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "grafana-dashboard.json"))
+	data, err := os.ReadFile(filepath.Join(root, "charts", "gardener-extension-kube-vip", "dashboards", "kube-vip.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
