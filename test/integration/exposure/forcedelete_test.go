@@ -83,6 +83,32 @@ func checkAgentGone(t *testing.T, ctx context.Context, e *sharedEnv, what string
 	}
 }
 
+// forceDeleteCase is a Succeeded exposure of a new identity on one node, its controller and
+// its front door.
+type forceDeleteCase struct {
+	ctl   *controllerUnderTest
+	id    string
+	nodes []nodeFixture
+	exp   *extensionsv1alpha1.SelfHostedShootExposure
+	door  frontDoorOf
+}
+
+// newForceDeleteCase creates it; a credentials Secret of its own when ownSecret.
+func newForceDeleteCase(t *testing.T, ctx context.Context, e *sharedEnv, ownSecret bool) forceDeleteCase {
+	t.Helper()
+	c := forceDeleteCase{id: useIdentity(t, ctx, e)}
+	c.nodes = createNodes(t, ctx, e, c.id, 1)
+	c.ctl = startController(t, e)
+	opts := exposureOptions{name: c.id, nodes: c.nodes}
+	if ownSecret {
+		opts.secretName = passwordSecret(t, ctx, e, c.id, e.os.Password)
+	}
+	c.exp = newExposure(opts)
+	create(t, ctx, e, c.exp, c.id)
+	c.door = readFrontDoor(t, ctx, e, waitFor(t, ctx, e, c.exp, "success", succeeded))
+	return c
+}
+
 // TestForceDeleteRemovesEverything: a force deletion while an agent pod still runs removes
 // every object of the agent rollout at once (the pods go with their DaemonSet) and the
 // front door in Neutron.
@@ -90,26 +116,21 @@ func TestForceDeleteRemovesEverything(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-	ctl := startController(t, e)
-	exp := newExposure(exposureOptions{name: id, nodes: nodes})
-	create(t, ctx, e, exp, id)
-	door := readFrontDoor(t, ctx, e, waitFor(t, ctx, e, exp, "success", succeeded))
+	c := newForceDeleteCase(t, ctx, e, false)
 	for _, o := range agentObjects() {
 		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			t.Fatalf("before the force deletion, the agent's %T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
-	runningAgentPod(t, ctx, e, nodes[0].name)
+	runningAgentPod(t, ctx, e, c.nodes[0].name)
 
-	forceDelete(t, ctx, e, ctl, exp)
+	forceDelete(t, ctx, e, c.ctl, c.exp)
 	checkAgentGone(t, ctx, e, "after ForceDelete")
-	if left := taggedPorts(t, ctx, e, id); len(left) > 0 {
-		t.Errorf("after ForceDelete Neutron has %d VIP ports of %s", len(left), id)
+	if left := taggedPorts(t, ctx, e, c.id); len(left) > 0 {
+		t.Errorf("after ForceDelete Neutron has %d VIP ports of %s", len(left), c.id)
 	}
-	if _, err := e.neutron.GetFloatingIP(ctx, door.fipID); err == nil {
-		t.Errorf("after ForceDelete the floating IP %s exists", door.fip)
+	if _, err := e.neutron.GetFloatingIP(ctx, c.door.fipID); err == nil {
+		t.Errorf("after ForceDelete the floating IP %s exists", c.door.fip)
 	}
 }
 
@@ -120,24 +141,19 @@ func TestForceDeleteOfARefusedDuplicateSparesTheOwner(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-	ctl := startController(t, e)
-	first := newExposure(exposureOptions{name: id, nodes: nodes})
-	create(t, ctx, e, first, id)
-	owner := readFrontDoor(t, ctx, e, waitFor(t, ctx, e, first, "the first exposure", succeeded))
+	c := newForceDeleteCase(t, ctx, e, false)
 	ds := &appsv1.DaemonSet{}
 	if err := e.cp.Client.Get(ctx, clientKey(agentrollout.Name), ds); err != nil {
 		t.Fatal(err)
 	}
-	second, _ := secondExposure(t, ctx, e, id, nodes)
+	second, _ := secondExposure(t, ctx, e, c.id, c.nodes)
 
-	forceDelete(t, ctx, e, ctl, second)
+	forceDelete(t, ctx, e, c.ctl, second)
 	got := &appsv1.DaemonSet{}
 	if err := e.cp.Client.Get(ctx, clientKey(agentrollout.Name), got); err != nil || got.UID != ds.UID || got.DeletionTimestamp != nil {
 		t.Errorf("the owner's agent DaemonSet after force-deleting the refused exposure: %v (uid %s, was %s; deleting %v)", err, got.UID, ds.UID, got.DeletionTimestamp)
 	}
-	checkFrontDoorIntact(t, ctx, e, owner, "after force-deleting the refused exposure")
+	checkFrontDoorIntact(t, ctx, e, c.door, "after force-deleting the refused exposure")
 }
 
 // TestForceDeleteWithoutCredentials: with the credentials Secret gone, ForceDelete still
@@ -147,25 +163,19 @@ func TestForceDeleteWithoutCredentials(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-	ctl := startController(t, e)
-	secretName := passwordSecret(t, ctx, e, id, e.os.Password)
-	exp := newExposure(exposureOptions{name: id, nodes: nodes, secretName: secretName})
-	create(t, ctx, e, exp, id)
-	door := readFrontDoor(t, ctx, e, waitFor(t, ctx, e, exp, "success", succeeded))
-	runningAgentPod(t, ctx, e, nodes[0].name)
+	c := newForceDeleteCase(t, ctx, e, true)
+	runningAgentPod(t, ctx, e, c.nodes[0].name)
 
 	secret := &corev1.Secret{}
-	if err := e.cp.Client.Get(ctx, clientKey(secretName), secret); err != nil {
+	if err := e.cp.Client.Get(ctx, clientKey(c.exp.Spec.CredentialsRef.Name), secret); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.cp.Client.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	forceDelete(t, ctx, e, ctl, exp)
+	forceDelete(t, ctx, e, c.ctl, c.exp)
 	checkAgentGone(t, ctx, e, "after ForceDelete without credentials")
-	checkFrontDoorIntact(t, ctx, e, door, "after ForceDelete without credentials (nothing can reach it)")
+	checkFrontDoorIntact(t, ctx, e, c.door, "after ForceDelete without credentials (nothing can reach it)")
 
 	// The Secret back, so that the deletion at the end cleans up Neutron.
 	secret.ResourceVersion, secret.UID = "", ""
