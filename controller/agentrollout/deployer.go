@@ -15,13 +15,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,6 +94,9 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		}
 	}
 	names := spec.names()
+	if err := d.refuseForeign(ctx, append(names.supporting(spec.Namespace), names.daemonSetRef(spec.Namespace))); err != nil {
+		return err
+	}
 	type object struct {
 		kind, namespace string
 		obj             runtime.ApplyConfiguration
@@ -148,19 +148,6 @@ func (d *Deployer) applyMonitoring(ctx context.Context, namespace string, names 
 	return nil
 }
 
-// monitoringObjects are the ServiceMonitor and PrometheusRule as keys for deletion.
-func monitoringObjects(namespace string) []client.Object {
-	var out []client.Object
-	for _, gvk := range []schema.GroupVersionKind{ServiceMonitorGVK, PrometheusRuleGVK} {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		u.SetNamespace(namespace)
-		u.SetName(MonitoringName())
-		out = append(out, u)
-	}
-	return out
-}
-
 // Delete removes the agent, whichever implementation runs. It deletes the DaemonSets and
 // reports gone=false while a DaemonSet or any agent pod still exists; the caller calls
 // again later. Only when no pod of an implementation is left (so no node holds the VIP any
@@ -170,7 +157,7 @@ func monitoringObjects(namespace string) []client.Object {
 // podCannotHoldVIP.
 func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	allGone := true
-	for _, names := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
+	for _, names := range allNames() {
 		gone, err := d.remove(ctx, namespace, names)
 		if err != nil {
 			return false, err
@@ -180,75 +167,72 @@ func (d *Deployer) Delete(ctx context.Context, namespace string) (bool, error) {
 	return allGone, nil
 }
 
-// remove removes one implementation, see Delete.
+// ForceDelete deletes every object of every agent at once, without waiting for the pods to
+// stop (the pods go with their DaemonSet). It goes on after errors and returns them all.
+func (d *Deployer) ForceDelete(ctx context.Context, namespace string) error {
+	var errs []error
+	for _, names := range allNames() {
+		for _, r := range append([]ref{names.daemonSetRef(namespace)}, names.supporting(namespace)...) {
+			errs = append(errs, d.deleteOwned(ctx, r, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove removes one implementation, see Delete. It reads, and deletes, only objects that
+// carry the extension's label.
 func (d *Deployer) remove(ctx context.Context, namespace string, names objectNames) (bool, error) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}}
+	dsRef := names.daemonSetRef(namespace)
 	// Background: the garbage collector deletes the pods; the pod list below waits for it.
 	// Foreground would hide the pods' progress behind a finalizer on the DaemonSet.
-	if err := d.client.Delete(ctx, ds, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("deleting DaemonSet %s/%s: %w", namespace, names.name, err)
+	if err := d.deleteOwned(ctx, dsRef, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return false, err
 	}
-	if err := d.reader.Get(ctx, client.ObjectKeyFromObject(ds), ds); err == nil {
-		return false, nil
-	} else if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, names.name, err)
+	if left, err := d.getOwned(ctx, client.ObjectKey{Namespace: namespace, Name: names.name}, dsRef.metadata()); err != nil || left {
+		return false, err
 	}
 
-	pods := &corev1.PodList{}
-	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels())); err != nil {
-		return false, fmt.Errorf("listing %s pods in %s: %w", names.implementation, namespace, err)
+	pods, err := d.pods(ctx, namespace, names)
+	if err != nil {
+		return false, err
 	}
 	now := d.clock.Now()
-	for i := range pods.Items {
-		if !podCannotHoldVIP(&pods.Items[i], now) {
+	for i := range pods {
+		if !podCannotHoldVIP(&pods[i], now) {
 			return false, nil
 		}
 	}
-
-	var objects []client.Object
-	if names.readsPeers {
-		objects = append(objects,
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}},
-			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: PeerNamespace}})
-	}
-	if names.hasMetricsService {
-		objects = append(objects, monitoringObjects(namespace)...)
-		objects = append(objects, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}})
-	}
-	objects = append(objects,
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
-		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: names.lease, Namespace: namespace}},
-		// Last: present takes its absence for "nothing of this implementation is left".
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: names.name, Namespace: namespace}},
-	)
-	for _, obj := range objects {
-		// No match: the cluster has no prometheus-operator CRDs, so no such object.
-		if err := d.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil && !meta.IsNoMatchError(err) {
-			return false, fmt.Errorf("deleting %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+	for _, r := range names.supporting(namespace) {
+		if err := d.deleteOwned(ctx, r); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
 }
 
-// present tells whether anything of an implementation may be left: its DaemonSet, a pod, or
-// its ServiceAccount, which remove deletes last. It spares Deploy the deletions of remove
-// on every reconciliation once a handover is done.
-func (d *Deployer) present(ctx context.Context, namespace string, names objectNames) (bool, error) {
-	for _, obj := range []client.Object{&appsv1.DaemonSet{}, &corev1.ServiceAccount{}} {
-		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.name}, obj)
-		if err == nil {
-			return true, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("reading %T %s/%s: %w", obj, namespace, names.name, err)
-		}
-	}
+// pods lists the pods of one agent: by its name and the extension's label, so that a
+// user's pods of the same app name are never counted.
+func (d *Deployer) pods(ctx context.Context, namespace string, names objectNames, opts ...client.ListOption) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels()), client.Limit(1)); err != nil {
-		return false, fmt.Errorf("listing %s pods in %s: %w", names.implementation, namespace, err)
+	opts = append(opts, client.InNamespace(namespace), client.MatchingLabels(names.labels()))
+	if err := d.reader.List(ctx, pods, opts...); err != nil {
+		return nil, fmt.Errorf("listing %s pods in %s: %w", names.name, namespace, err)
 	}
-	return len(pods.Items) > 0, nil
+	return pods.Items, nil
+}
+
+// present tells whether anything of an implementation may be left: its DaemonSet, a pod, or
+// its ServiceAccount, which remove deletes last; each only with the extension's label. It
+// spares Deploy the deletions of remove on every reconciliation once a handover is done.
+func (d *Deployer) present(ctx context.Context, namespace string, names objectNames) (bool, error) {
+	for _, r := range []ref{names.daemonSetRef(namespace), {serviceAccountGVK, namespace, names.name}} {
+		obj := r.metadata()
+		if owned, err := d.getOwned(ctx, client.ObjectKeyFromObject(obj), obj); err != nil || owned {
+			return owned, err
+		}
+	}
+	pods, err := d.pods(ctx, namespace, names, client.Limit(1))
+	return len(pods) > 0, err
 }
 
 // Status reports the DaemonSet's desired and ready pods and the holder of the Lease of the
@@ -262,30 +246,30 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 
 	names := kubeVIPAgentNames()
 	running := false
-	for _, candidate := range []objectNames{kubeVIPNames(), kubeVIPAgentNames()} {
+	for _, candidate := range []objectNames{kubeVIPNames(), legacyKubeVIPNames(), kubeVIPAgentNames()} {
 		ds := &appsv1.DaemonSet{}
-		err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: candidate.name}, ds)
-		if err == nil {
+		owned, err := d.getOwned(ctx, client.ObjectKey{Namespace: namespace, Name: candidate.name}, ds)
+		if err != nil {
+			return nil, err
+		}
+		if owned {
 			names = candidate
 			running = ds.DeletionTimestamp == nil
 			status.DesiredPods = ds.Status.DesiredNumberScheduled
 			status.ReadyPods = ds.Status.NumberReady
 			break
 		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading DaemonSet %s/%s: %w", namespace, candidate.name, err)
-		}
 	}
 
 	lease := &coordinationv1.Lease{}
-	err := d.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease)
+	owned, err := d.getOwned(ctx, client.ObjectKey{Namespace: namespace, Name: names.lease}, lease)
 	switch {
-	case err == nil:
+	case err != nil:
+		return nil, err
+	case owned:
 		if err := d.fillHolder(ctx, namespace, names, lease, status); err != nil {
 			return nil, err
 		}
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading Lease %s/%s: %w", namespace, names.lease, err)
 	case running:
 		// Deleted out of band: the agents may not create it (see role); Deploy does.
 		return nil, fmt.Errorf("%w: %s/%s, while its DaemonSet runs", ErrLeaseMissing, namespace, names.lease)
@@ -317,7 +301,7 @@ func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
 	// The agent's own defaults, for pods that do not set the flags.
 	lease, lifetime := timing.Defaults().LeaseDuration, timing.Defaults().VIPLifetime
 	for _, c := range pod.Spec.Containers {
-		if c.Name == KubeVIPName {
+		if c.Name == KubeVIPContainerName {
 			// kube-vip has no kernel lifetime on the VIP: an instance cut off from the API
 			// server drops it when its renew deadline (shorter than the lease) has passed.
 			lifetime = 0

@@ -50,7 +50,7 @@ func TestDeleteStuckPod(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	stuck := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "kube-vip-agent-abcde", Namespace: "kube-system", Labels: kubeVIPAgentNames().selectorLabels(),
+			Name: "kube-vip-agent-abcde", Namespace: "kube-system", Labels: kubeVIPAgentNames().labels(),
 			// The API server keeps the pod until its kubelet confirms; the fake client needs a
 			// finalizer to hold an object with a deletionTimestamp.
 			Finalizers:                 []string{"example.org/unreachable-node"},

@@ -6,14 +6,12 @@ package agentrollout
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -36,12 +34,12 @@ func (d *Deployer) fillHolder(ctx context.Context, namespace string, names objec
 	if lease.Spec.RenewTime == nil || d.clock.Now().After(lease.Spec.RenewTime.Add(leaseDuration(lease))) {
 		return nil
 	}
-	pods := &corev1.PodList{}
-	if err := d.reader.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(names.selectorLabels())); err != nil {
-		return fmt.Errorf("listing agent pods in %s: %w", namespace, err)
+	pods, err := d.pods(ctx, namespace, names)
+	if err != nil {
+		return err
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Spec.NodeName == status.LeaseHolder && p.DeletionTimestamp == nil && podReady(p) {
 			status.HolderReady = true
 			return nil

@@ -23,7 +23,7 @@ func TestHolderReadyNeedsACurrentLeaseAndAReadyPodOnTheHolder(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	lease := func(renewed time.Duration, durationMS string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: "kube-system", Annotations: map[string]string{election.LeaseDurationAnnotation: durationMS}},
+			ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: "kube-system", Labels: kubeVIPAgentNames().labels(), Annotations: map[string]string{election.LeaseDurationAnnotation: durationMS}},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: ptr.To("cp-0"), LeaseDurationSeconds: ptr.To[int32](2),
 				AcquireTime: &metav1.MicroTime{Time: now.Add(-time.Minute)},
@@ -33,7 +33,7 @@ func TestHolderReadyNeedsACurrentLeaseAndAReadyPodOnTheHolder(t *testing.T) {
 	}
 	pod := func(node string, ready corev1.ConditionStatus) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "agent-" + node, Namespace: "kube-system", Labels: kubeVIPAgentNames().selectorLabels()},
+			ObjectMeta: metav1.ObjectMeta{Name: "agent-" + node, Namespace: "kube-system", Labels: kubeVIPAgentNames().labels()},
 			Spec:       corev1.PodSpec{NodeName: node},
 			Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}},
 		}

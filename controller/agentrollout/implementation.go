@@ -5,6 +5,8 @@
 package agentrollout
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
@@ -26,13 +28,27 @@ type objectNames struct {
 }
 
 // kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
-// so that both can be told apart while one hands over to the other.
+// so that both can be told apart while one hands over to the other. Upstream kube-vip's
+// carry a prefix of their own, as a user's own kube-vip (its Helm chart's release
+// `kube-vip`) may live in the same namespace.
 func kubeVIPAgentNames() objectNames {
 	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true, hasMetricsService: true}
 }
 
 func kubeVIPNames() objectNames {
 	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIP, name: KubeVIPName, lease: KubeVIPLeaseName}
+}
+
+// legacyKubeVIPNames are the names earlier releases gave upstream kube-vip's objects. They
+// are only ever removed, and only those that carry the extension's label: the same names
+// may be a user's.
+func legacyKubeVIPNames() objectNames {
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIP, name: LegacyKubeVIPName, lease: LegacyKubeVIPLeaseName}
+}
+
+// allNames are every set of names an agent of the extension may have run under.
+func allNames() []objectNames {
+	return []objectNames{kubeVIPAgentNames(), kubeVIPNames(), legacyKubeVIPNames()}
 }
 
 // namesOf returns the object names of an implementation; unknown ones get ours (the
@@ -44,12 +60,12 @@ func namesOf(impl v1alpha1.AgentImplementation) objectNames {
 	return kubeVIPAgentNames()
 }
 
-// others returns the implementations other than impl: those that must be gone before
+// others returns the agents other than impl's current one: those that must be gone before
 // impl starts.
 func others(impl v1alpha1.AgentImplementation) []objectNames {
 	var out []objectNames
-	for _, o := range []objectNames{kubeVIPAgentNames(), kubeVIPNames()} {
-		if o.implementation != impl {
+	for _, o := range allNames() {
+		if o.name != namesOf(impl).name {
 			out = append(out, o)
 		}
 	}
@@ -68,10 +84,17 @@ type Holder struct {
 // LeaseNameOf is the Lease the agents of the implementation elect their holder with.
 func LeaseNameOf(impl v1alpha1.AgentImplementation) string { return namesOf(impl).lease }
 
-// Holders lists the pods and Leases of every implementation.
+// Holders lists the pods and Leases of every agent the extension may have run.
 func Holders() []Holder {
-	return []Holder{
-		{PodLabels: kubeVIPAgentNames().selectorLabels(), LeaseName: kubeVIPAgentNames().lease},
-		{PodLabels: kubeVIPNames().selectorLabels(), LeaseName: kubeVIPNames().lease},
+	var out []Holder
+	for _, o := range allNames() {
+		out = append(out, Holder{PodLabels: o.labels(), LeaseName: o.lease})
 	}
+	return out
+}
+
+// Owned tells whether obj carries the extension's managed-by label: only such objects are
+// read as the agent's, changed or deleted.
+func Owned(obj metav1.Object) bool {
+	return obj.GetLabels()[LabelManagedBy] == ManagedByValue
 }

@@ -20,12 +20,19 @@ import (
 )
 
 const (
-	// KubeVIPName is the name of the ServiceAccount, Role, RoleBinding, DaemonSet and
-	// container of upstream kube-vip.
-	KubeVIPName = "kube-vip"
+	// KubeVIPName is the name of the ServiceAccount, Role, RoleBinding and DaemonSet of
+	// upstream kube-vip: not `kube-vip`, the name of a user's own kube-vip from its Helm
+	// chart.
+	KubeVIPName = "gardener-kube-vip"
+	// KubeVIPContainerName is the name of kube-vip's container in its pods.
+	KubeVIPContainerName = "kube-vip"
 	// KubeVIPLeaseName is the Lease the kube-vip pods elect their leader with: their own,
-	// not kube-vip-agent's, and not kube-vip's default plndr-cp-lock.
-	KubeVIPLeaseName = "kube-vip-cp"
+	// not kube-vip-agent's, and none a user's kube-vip uses (plndr-cp-lock, plndr-svcs-lock).
+	KubeVIPLeaseName = "gardener-kube-vip"
+	// LegacyKubeVIPName and LegacyKubeVIPLeaseName are the names earlier releases gave
+	// upstream kube-vip's objects and Lease; see legacyKubeVIPNames.
+	LegacyKubeVIPName      = "kube-vip"
+	LegacyKubeVIPLeaseName = "kube-vip-cp"
 	// KubeVIPMetricsAddress is where kube-vip serves its Prometheus metrics (host network,
 	// so bound to the loopback address only).
 	KubeVIPMetricsAddress = "127.0.0.1:2112"
@@ -129,7 +136,7 @@ func (s Spec) kubeVIPEnv() []*corev1ac.EnvVarApplyConfiguration {
 // health endpoint in this mode, so there are no probes.
 func kubeVIPContainer(spec Spec) *corev1ac.ContainerApplyConfiguration {
 	return corev1ac.Container().
-		WithName(KubeVIPName).
+		WithName(KubeVIPContainerName).
 		WithImage(spec.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs("manager").

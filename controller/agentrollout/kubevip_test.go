@@ -81,10 +81,10 @@ func TestKubeVIPDaemonSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.Name != "kube-vip" || ds.Spec.Template.Spec.ServiceAccountName != "kube-vip" || !ds.Spec.Template.Spec.HostNetwork {
+	if ds.Name != KubeVIPName || ds.Spec.Template.Spec.ServiceAccountName != KubeVIPName || !ds.Spec.Template.Spec.HostNetwork {
 		t.Fatalf("name=%q serviceAccount=%q hostNetwork=%v", ds.Name, ds.Spec.Template.Spec.ServiceAccountName, ds.Spec.Template.Spec.HostNetwork)
 	}
-	if ds.Spec.Selector.MatchLabels[LabelAppName] != "kube-vip" {
+	if ds.Spec.Selector.MatchLabels[LabelAppName] != KubeVIPName {
 		t.Errorf("selector = %v: it must not select kube-vip-agent's pods", ds.Spec.Selector.MatchLabels)
 	}
 	c := ds.Spec.Template.Spec.Containers[0]
@@ -93,7 +93,7 @@ func TestKubeVIPDaemonSet(t *testing.T) {
 	}
 	want := map[string]string{
 		"vip_arp": "true", "vip_arpRate": "1000", "cp_enable": "true", "cp_namespace": "kube-system", "svc_enable": "false",
-		"vip_leaderelection": "true", "vip_leasename": "kube-vip-cp",
+		"vip_leaderelection": "true", "vip_leasename": KubeVIPLeaseName,
 		"vip_leaseduration": "3", "vip_renewdeadline": "2", "vip_retryperiod": "1",
 		"address": "198.18.0.50", "port": "443", "vip_interface": "eth1",
 		"vip_nodename": "fieldRef:spec.nodeName", "prometheus_server": "127.0.0.1:2112",
@@ -167,7 +167,7 @@ func TestDeployHandsOver(t *testing.T) {
 	ctx := context.Background()
 	ns := "kube-system"
 	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().selectorLabels()},
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
 	}
 	deletes := 0

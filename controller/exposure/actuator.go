@@ -153,7 +153,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	if desired != nil {
 		status = desired
 	}
-	a.setVerified(exp, status, err)
+	a.setVerified(exp, status, in.auth, err)
 	if err != nil {
 		status.InputsHash = ""
 		return status, internalOnly, err
@@ -248,10 +248,12 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		wg.Go(func() { nodePorts, _, pairsErr = a.pairNodes(ctx, log, network, in.namespace, recorded, in.nodes) })
 	}
 	wg.Wait()
-	if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {
-		in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", recorded.VIPAddress, nodePortNames(nodePorts))
+	if len(in.nodes) > 0 {
+		if pairsErr == nil && !slices.Equal(status.NodePorts, nodePorts) {
+			in.record(eventNodePortsChanged, "The VIP %s is now an allowed address pair of the node ports %s", recorded.VIPAddress, nodePortNames(nodePorts))
+		}
+		status.NodePorts = recordNodePorts(status.NodePorts, nodePorts, pairsErr)
 	}
-	status.NodePorts = nodePorts
 	return status, errors.Join(fipErr, pairsErr)
 }
 
@@ -268,6 +270,7 @@ func (a *Actuator) finish(exp *extensionsv1alpha1.SelfHostedShootExposure, err e
 	if errors.As(err, &requeue) {
 		return requeue
 	}
+	err = openstack.WithEveryCode(err)
 	if !openstack.IsTransient(err) && !errors.Is(err, networking.ErrNodePortMissing) && !errors.Is(err, errAgentPodsRemain) {
 		return err
 	}

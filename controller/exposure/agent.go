@@ -19,6 +19,8 @@ type AgentDeployer interface {
 	Deploy(ctx context.Context, spec agentrollout.Spec) error
 	// Delete removes the agent; gone is false while agent pods remain.
 	Delete(ctx context.Context, namespace string) (gone bool, err error)
+	// ForceDelete removes every object of the agent without waiting for its pods.
+	ForceDelete(ctx context.Context, namespace string) error
 	Status(ctx context.Context, namespace string) (*v1alpha1.AgentStatus, error)
 }
 

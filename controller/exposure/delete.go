@@ -96,17 +96,27 @@ func (a *Actuator) removeAllPairLabels(ctx context.Context, log logr.Logger, exp
 	return a.removePairLabels(ctx, log, status.VIPAddress, nil)
 }
 
-// ForceDelete tries the OpenStack cleanup once without waiting for the agent; errors are
-// only logged and never block the deletion.
+// ForceDelete removes the agent's objects without waiting for its pods and tries the
+// OpenStack cleanup once; errors are only logged and never block the deletion. It spares
+// the agent as Delete does when it is another exposure's, and also when that cannot be
+// told: an orphaned agent is the lesser harm than another exposure's front door gone.
 func (a *Actuator) ForceDelete(ctx context.Context, log logr.Logger, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster) error {
 	unlock := a.locks.lock(exp.UID)
 	defer unlock()
-	if _, err := a.opts.Agent.Delete(ctx, exp.Namespace); err != nil {
-		log.Error(err, "Force deletion: could not delete the kube-vip-agent, orphaning it")
-	}
-	// Without the label the DaemonSet controller also deletes agent pods that remain.
-	if err := a.removeAllPairLabels(ctx, log, exp); err != nil {
-		log.Error(err, "Force deletion: the pair label may be left on Nodes")
+	others, err := a.agentOfAnother(ctx, exp)
+	switch {
+	case err != nil:
+		log.Error(err, "Force deletion: cannot tell whether another exposure runs the kube-vip-agent, orphaning it")
+	case others:
+		log.Info("Force deletion: leaving the kube-vip-agent alone: this exposure never had a VIP, and another exposure in the namespace runs the agent")
+	default:
+		if err := a.opts.Agent.ForceDelete(ctx, exp.Namespace); err != nil {
+			log.Error(err, "Force deletion: could not delete the kube-vip-agent, orphaning what is left of it")
+		}
+		// Without the label the DaemonSet controller also deletes agent pods that remain.
+		if err := a.removeAllPairLabels(ctx, log, exp); err != nil {
+			log.Error(err, "Force deletion: the pair label may be left on Nodes")
+		}
 	}
 	if err := a.cleanup(ctx, log, exp, cluster, true); err != nil {
 		log.Error(err, "Force deletion: OpenStack resources may be left behind")

@@ -25,7 +25,11 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
+
+// plaintextKeystone is the warning for a Keystone URL without TLS.
+const plaintextKeystone = "Keystone is reached over plain http, so the OpenStack credentials and tokens travel unencrypted; use an https:// Keystone URL (authURL in the credentials Secret or keystoneURL in the CloudProfile)."
 
 // This file decides when the front door works: the exposure reports Succeeded, with its
 // ingress, only once a ready agent holds the current Lease and the VIP answers on
@@ -63,16 +67,18 @@ const frontDoorPollInterval = time.Second
 
 // Condition reasons.
 const (
-	reasonVerified       = "Verified"
-	reasonVerifyFailed   = "VerifyFailed"
-	reasonAllReady       = "AllReady"
-	reasonNotAllReady    = "NotAllReady"
-	reasonNoAgents       = "NoAgents"
-	reasonHeld           = "Held"
-	reasonHeldNotProbed  = "HeldNotProbed"
-	reasonNoHolder       = "NoHolder"
-	reasonHolderNotReady = "HolderNotReady"
-	reasonNotAnswering   = "NotAnswering"
+	reasonVerified = "Verified"
+	// reasonVerifiedWithoutTLS: verified, but Keystone is reached over plain http.
+	reasonVerifiedWithoutTLS = "VerifiedWithoutTLS"
+	reasonVerifyFailed       = "VerifyFailed"
+	reasonAllReady           = "AllReady"
+	reasonNotAllReady        = "NotAllReady"
+	reasonNoAgents           = "NoAgents"
+	reasonHeld               = "Held"
+	reasonHeldNotProbed      = "HeldNotProbed"
+	reasonNoHolder           = "NoHolder"
+	reasonHolderNotReady     = "HolderNotReady"
+	reasonNotAnswering       = "NotAnswering"
 	// reasonFloatingIPNotAnswering: the VIP answers, the floating IP does not.
 	reasonFloatingIPNotAnswering = "FloatingIPNotAnswering"
 	reasonNotChecked             = "NotChecked"
@@ -297,9 +303,16 @@ func (a *Actuator) setCondition(exp *extensionsv1alpha1.SelfHostedShootExposure,
 }
 
 // setVerified records the outcome of the OpenStack part in the OpenStackVerified condition.
-func (a *Actuator) setVerified(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, err error) {
+// Keystone reached over plain http works, but the condition and a Warning Event say that the
+// credentials travel unencrypted.
+func (a *Actuator) setVerified(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, auth openstack.AuthConfig, err error) {
 	if err == nil {
-		a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, true, reasonVerified, "The VIP port, its floating IP and the node pairs were read back from Neutron and are right.")
+		reason, message := reasonVerified, "The VIP port, its floating IP and the node pairs were read back from Neutron and are right."
+		if auth.Plaintext() {
+			reason, message = reasonVerifiedWithoutTLS, message+" Warning: "+plaintextKeystone
+			a.event(exp, corev1.EventTypeWarning, reasonVerifiedWithoutTLS, "%s", plaintextKeystone)
+		}
+		a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, true, reason, message)
 		return
 	}
 	a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, false, reasonVerifyFailed, conditionMessage(err))

@@ -12,9 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
 // TestFrontDoorProvesThePublishedPath: on the floating-IP path the VIP answering is not
@@ -87,6 +91,30 @@ func TestFrontDoorPath(t *testing.T) {
 	} {
 		if got := tc.a.frontDoorPath(tc.cfg); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPlaintextKeystoneIsWarnedInTheStatus: a verification against Keystone over http
+// succeeds, and the OpenStackVerified condition says that the credentials travel
+// unencrypted; over https it says nothing of the kind.
+func TestPlaintextKeystoneIsWarnedInTheStatus(t *testing.T) {
+	exp := &extensionsv1alpha1.SelfHostedShootExposure{}
+	for _, tc := range []struct {
+		url    string
+		reason string
+	}{
+		{"http://keystone.example:5000/v3", reasonVerifiedWithoutTLS},
+		{"https://keystone.example:5000/v3", reasonVerified},
+	} {
+		status := &v1alpha1.ExposureStatus{}
+		(&Actuator{}).setVerified(exp, status, openstack.AuthConfig{AuthURL: tc.url}, nil)
+		c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionOpenStackVerified)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason {
+			t.Fatalf("%s: condition %+v, want True with reason %s", tc.url, c, tc.reason)
+		}
+		if warned := strings.Contains(c.Message, "plain http"); warned != (tc.reason == reasonVerifiedWithoutTLS) {
+			t.Errorf("%s: message %q", tc.url, c.Message)
 		}
 	}
 }

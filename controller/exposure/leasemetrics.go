@@ -46,13 +46,13 @@ type LeaseCollector struct {
 
 var (
 	leaseHolderDesc = prometheus.NewDesc("kube_vip_lease_holder_info",
-		"1 for the node named in the exposure's agent Lease (kube-vip-cp with implementation kube-vip) (holder=\"\" when nobody holds it or the Lease is missing).",
+		"1 for the node named in the exposure's agent Lease (gardener-kube-vip with implementation kube-vip) (holder=\"\" when nobody holds it or the Lease is missing).",
 		[]string{"namespace", "exposure", "holder"}, nil)
 	leaseAgeDesc = prometheus.NewDesc("kube_vip_lease_renew_age_seconds",
-		"Seconds since the last renewal recorded in the exposure's agent Lease (kube-vip-cp with implementation kube-vip), by the controller's wall clock (absent while the Lease is missing).",
+		"Seconds since the last renewal recorded in the exposure's agent Lease (gardener-kube-vip with implementation kube-vip), by the controller's wall clock (absent while the Lease is missing).",
 		[]string{"namespace", "exposure"}, nil)
 	leaseHeldDesc = prometheus.NewDesc("kube_vip_lease_held",
-		"1 while the exposure's agent Lease (kube-vip-cp with implementation kube-vip) names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.",
+		"1 while the exposure's agent Lease (gardener-kube-vip with implementation kube-vip) names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.",
 		[]string{"namespace", "exposure"}, nil)
 	scrapeErrorDesc = prometheus.NewDesc("kube_vip_lease_scrape_error",
 		"1 when the controller could not read the exposures or a Lease in this scrape.",
@@ -95,7 +95,8 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 		lease := &coordinationv1.Lease{}
 		err = c.Leases.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: name}, lease)
 		switch {
-		case apierrors.IsNotFound(err):
+		// A Lease of that name without the extension's label is someone else's: as missing.
+		case apierrors.IsNotFound(err) || err == nil && !agentrollout.Owned(lease):
 			ch <- prometheus.MustNewConstMetric(leaseHolderDesc, prometheus.GaugeValue, 1, exp.Namespace, exp.Name, "")
 			ch <- prometheus.MustNewConstMetric(leaseHeldDesc, prometheus.GaugeValue, 0, exp.Namespace, exp.Name)
 			continue

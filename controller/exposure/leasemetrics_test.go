@@ -43,7 +43,7 @@ func TestLeaseCollector(t *testing.T) {
 	lease := func(ns, holder string, age time.Duration) *coordinationv1.Lease {
 		renew := metav1.NewMicroTime(now.Add(-age))
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: agentrollout.LeaseName, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: agentrollout.LeaseName, Namespace: ns, Labels: agentrollout.Labels()},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](2), RenewTime: &renew},
 		}
 	}
@@ -52,6 +52,9 @@ func TestLeaseCollector(t *testing.T) {
 	upstream.Spec.ProviderConfig = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","agent":{"implementation":"kube-vip"}}`)}
 	upstreamLease := lease("upstream", "node-d", 500*time.Millisecond)
 	upstreamLease.Name = agentrollout.KubeVIPLeaseName
+	// A Lease of the agent's name that is not the extension's (a user's) counts as missing.
+	usersLease := lease("users", "node-e", 0)
+	usersLease.Labels = nil
 	other := exposure("other-type")
 	other.Spec.Type = "metallb"
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
@@ -60,27 +63,30 @@ func TestLeaseCollector(t *testing.T) {
 		exposure("released"), lease("released", "", 0),
 		exposure("missing"),
 		upstream, upstreamLease,
+		exposure("users"), usersLease,
 		other, lease("other-type", "node-c", 0),
 	).Build()
 	collector := &LeaseCollector{Exposures: c, Leases: c, Type: DefaultType,
 		Clock: clocktesting.NewFakePassiveClock(now), Log: logr.Discard(), Timeout: time.Second}
 
 	want := `
-# HELP kube_vip_lease_held 1 while the exposure's agent Lease (kube-vip-cp with implementation kube-vip) names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.
+# HELP kube_vip_lease_held 1 while the exposure's agent Lease (gardener-kube-vip with implementation kube-vip) names a holder whose last renewal is younger than the Lease's duration, else 0: at 0 no node holds the VIP.
 # TYPE kube_vip_lease_held gauge
 kube_vip_lease_held{exposure="shoot",namespace="expired"} 0
 kube_vip_lease_held{exposure="shoot",namespace="held"} 1
 kube_vip_lease_held{exposure="shoot",namespace="missing"} 0
 kube_vip_lease_held{exposure="shoot",namespace="released"} 0
 kube_vip_lease_held{exposure="shoot",namespace="upstream"} 1
-# HELP kube_vip_lease_holder_info 1 for the node named in the exposure's agent Lease (kube-vip-cp with implementation kube-vip) (holder="" when nobody holds it or the Lease is missing).
+kube_vip_lease_held{exposure="shoot",namespace="users"} 0
+# HELP kube_vip_lease_holder_info 1 for the node named in the exposure's agent Lease (gardener-kube-vip with implementation kube-vip) (holder="" when nobody holds it or the Lease is missing).
 # TYPE kube_vip_lease_holder_info gauge
 kube_vip_lease_holder_info{exposure="shoot",holder="",namespace="missing"} 1
 kube_vip_lease_holder_info{exposure="shoot",holder="",namespace="released"} 1
+kube_vip_lease_holder_info{exposure="shoot",holder="",namespace="users"} 1
 kube_vip_lease_holder_info{exposure="shoot",holder="node-a",namespace="held"} 1
 kube_vip_lease_holder_info{exposure="shoot",holder="node-b",namespace="expired"} 1
 kube_vip_lease_holder_info{exposure="shoot",holder="node-d",namespace="upstream"} 1
-# HELP kube_vip_lease_renew_age_seconds Seconds since the last renewal recorded in the exposure's agent Lease (kube-vip-cp with implementation kube-vip), by the controller's wall clock (absent while the Lease is missing).
+# HELP kube_vip_lease_renew_age_seconds Seconds since the last renewal recorded in the exposure's agent Lease (gardener-kube-vip with implementation kube-vip), by the controller's wall clock (absent while the Lease is missing).
 # TYPE kube_vip_lease_renew_age_seconds gauge
 kube_vip_lease_renew_age_seconds{exposure="shoot",namespace="expired"} 90
 kube_vip_lease_renew_age_seconds{exposure="shoot",namespace="held"} 0.5

@@ -81,6 +81,7 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 		return err
 	}
 	nodePorts, waiting, syncErr := a.pairNodes(ctx, log, network, exp.Namespace, status, nodes)
+	nodePorts = recordNodePorts(status.NodePorts, nodePorts, syncErr)
 	if len(waiting) > 0 {
 		syncErr = errors.Join(syncErr, fmt.Errorf("%w: %v", errAgentStillRuns, waiting))
 	}
@@ -154,9 +155,10 @@ func (a *Actuator) portsOfDepartingAgents(ctx context.Context, namespace string,
 	return retained, waiting, nil
 }
 
-// agentNodes returns the nodes that may hold the VIP: those with a pod of either agent
-// implementation that has not terminated, and the holders of their Leases. It reads
-// through the API reader, so that no informer on Pods is started.
+// agentNodes returns the nodes that may hold the VIP: those with a pod of an agent of the
+// extension that has not terminated, and the holders of their Leases; pods and Leases
+// only with the extension's label, so that a user's own kube-vip counts for nothing. It
+// reads through the API reader, so that no informer on Pods is started.
 func (a *Actuator) agentNodes(ctx context.Context, namespace string) (map[string]bool, error) {
 	nodes := map[string]bool{}
 	for _, h := range agentrollout.Holders() {
@@ -174,11 +176,27 @@ func (a *Actuator) agentNodes(ctx context.Context, namespace string) (map[string
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, fmt.Errorf("reading the Lease %s/%s: %w", namespace, h.LeaseName, err)
-		case lease.Spec.HolderIdentity != nil:
+		case lease.Spec.HolderIdentity != nil && agentrollout.Owned(lease):
 			nodes[*lease.Spec.HolderIdentity] = true
 		}
 	}
 	return nodes, nil
+}
+
+// recordNodePorts is what the status records after a pairs step that returned got: got
+// itself, or after an error also every port recorded before, so that a port whose pair
+// could not be removed (or that was not read at all) stays the extension's to remove.
+func recordNodePorts(old, got []v1alpha1.NodePort, err error) []v1alpha1.NodePort {
+	if err == nil {
+		return got
+	}
+	out := slices.Clone(got)
+	for _, np := range old {
+		if !slices.ContainsFunc(out, func(x v1alpha1.NodePort) bool { return x.PortID == np.PortID }) {
+			out = append(out, np)
+		}
+	}
+	return out
 }
 
 func portIDs(nps []v1alpha1.NodePort) []string {

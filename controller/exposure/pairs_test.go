@@ -6,12 +6,16 @@ package exposure
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -98,7 +102,7 @@ func TestPairsOnTheFakeNeutron(t *testing.T) {
 			w, node1, _, _ := pairWorld(t)
 			w.mustReconcile(t)
 			holder := "node-1"
-			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: agentrollout.Holders()[0].LeaseName, Namespace: w.exp.Namespace},
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: agentrollout.Holders()[0].LeaseName, Namespace: w.exp.Namespace, Labels: agentrollout.Labels()},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
 			if err := w.a.client.Create(context.Background(), lease); err != nil {
 				t.Fatal(err)
@@ -124,6 +128,51 @@ func TestPairsOnTheFakeNeutron(t *testing.T) {
 				t.Errorf("node ports %v", w.status.NodePorts)
 			}
 		}},
+		{"a departed node whose Lease and pod are a user's kube-vip's loses its pair", func(t *testing.T) {
+			w, node1, _, _ := pairWorld(t)
+			w.mustReconcile(t)
+			holder := "node-1"
+			for _, o := range usersKubeVIPOn(w.exp.Namespace, holder) {
+				if err := w.a.client.Create(context.Background(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.nodes = w.nodes[1:]
+			w.mustReconcile(t)
+			if pairs := w.pairsOf(node1.ID); len(pairs) != 0 {
+				t.Errorf("the departed node's pairs: %v; a user's kube-vip on it is no agent of the extension", pairs)
+			}
+		}},
+		{"no control-plane Node seen keeps the recorded node ports", func(t *testing.T) {
+			w, _, _, _ := pairWorld(t)
+			w.mustReconcile(t)
+			recorded := slices.Clone(w.status.NodePorts)
+			w.nodes = nil
+			w.mustReconcile(t)
+			if !slices.Equal(w.status.NodePorts, recorded) {
+				t.Errorf("node ports %v after a reconcile that saw no control-plane Node, want %v", w.status.NodePorts, recorded)
+			}
+		}},
+		{"a failed pairs step keeps the recorded node ports", func(t *testing.T) {
+			w, _, _, _ := pairWorld(t)
+			w.mustReconcile(t)
+			recorded := slices.Clone(w.status.NodePorts)
+			// A departing node makes the step read the agent pods; that read fails.
+			w.a.reader = interceptor.NewClient(w.a.client.(client.WithWatch), interceptor.Funcs{
+				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					return errors.New("the API server is unavailable")
+				},
+			})
+			w.nodes = w.nodes[1:]
+			if err := w.reconcile(t); err == nil {
+				t.Fatal("reconcile with a failing pod list: no error")
+			}
+			for _, np := range recorded {
+				if !slices.Contains(w.status.NodePorts, np) {
+					t.Errorf("node ports %v after a failed pairs step lack %v", w.status.NodePorts, np)
+				}
+			}
+		}},
 		{"a verification lists only the node ports, not the network", func(t *testing.T) {
 			w, _, _, _ := pairWorld(t)
 			w.mustReconcile(t)
@@ -138,4 +187,16 @@ func TestPairsOnTheFakeNeutron(t *testing.T) {
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// usersKubeVIPOn are a user's own kube-vip pod on node and the Leases its leader holds
+// there, labelled as kube-vip's Helm chart labels them (no label of the extension).
+func usersKubeVIPOn(namespace, node string) []client.Object {
+	labels := map[string]string{agentrollout.LabelAppName: "kube-vip", "app.kubernetes.io/instance": "kube-vip"}
+	var out []client.Object
+	for _, name := range []string{"plndr-svcs-lock", agentrollout.LegacyKubeVIPLeaseName} {
+		out = append(out, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}})
+	}
+	return append(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-x7k2p", Namespace: namespace, Labels: labels},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "kube-vip", Image: "ghcr.io/kube-vip/kube-vip:v1.0.0"}}}})
 }

@@ -66,9 +66,9 @@ func TestOwnerLookupFailureStopsTheClaim(t *testing.T) {
 	failing := NewService(networkingtest.NewNeutron(), Options{ExposureOwning: func(context.Context, string) (string, error) {
 		return "", errors.New("the kube-apiserver is away")
 	}})
-	fd := &FrontDoor{Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
+	fd := &FrontDoor{Spec: Spec{NetworkID: "net", SubnetID: "sub"}, Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
 	named := []ports.Port{vipPort("p", Mark{Identity: "c1", Owner: "uid-gone"}, time.Time{}, openstack.ShootTag("shoot-a"))}
-	if err := failing.claimFrontDoor(context.Background(), fd, "uid-self", named); err == nil || fd.Mark.Owner != "uid-self" {
+	if err := failing.claimFrontDoor(context.Background(), fd, "uid-self", named, &v1alpha1.ExposureStatus{}); err == nil || fd.Mark.Owner != "uid-self" {
 		t.Errorf("claim with a failing lookup: %v, owner %q", err, fd.Mark.Owner)
 	}
 }

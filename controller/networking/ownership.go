@@ -192,8 +192,12 @@ func (s *Service) OwnerOfPort(ctx context.Context, m Mark, self types.UID, p *po
 // alone). A VIP port of a lost exposure of this cluster is the cluster's front door: the
 // exposure takes over its owner (the owner tag and the floating IP's description name it),
 // so that the port, the floating IP and the published address are found as its own.
-// Ports of other clusters sharing the project and shoot name are left alone.
-func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.UID, named []ports.Port) error {
+// Ports of other clusters sharing the project and shoot name are left alone, and so is a
+// lost port that does not fit this exposure's network, subnet and addresses (checked before
+// anything is recorded): a copy of the Shoot's UID, e.g. from a cloned disk, does not make
+// another network's front door this one's.
+func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.UID, named []ports.Port, status *v1alpha1.ExposureStatus) error {
+	spec := vipPortSpec(fd, status)
 	var lost *ports.Port
 	var lostOwner string
 	for i := range named {
@@ -205,6 +209,8 @@ func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.
 		case kind == PortOfLiveExposure:
 			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the cluster's front door (VIP port %s) belongs to the SelfHostedShootExposure %s (owner %s), and a cluster has one: this exposure leaves it alone; delete this exposure",
 				p.ID, who, owner), gardencorev1beta1.ErrorConfigurationProblem)
+		case kind == PortOfLostExposure && openstack.CheckVIPPort(p, spec) != nil:
+			s.log.Info("Leaving a lost VIP port of this cluster's Shoot alone: its network, subnet or address is not this exposure's", "port", p.ID, "owner", owner, "reason", openstack.CheckVIPPort(p, spec).Error())
 		case kind == PortOfLostExposure && (lost == nil || p.CreatedAt.Before(lost.CreatedAt)):
 			lost, lostOwner = p, owner
 		case kind == PortOfSomeoneElse && owner != "":

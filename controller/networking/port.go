@@ -85,7 +85,7 @@ func (s *Service) GetOrCreateVIPPort(ctx context.Context, fd *FrontDoor, status 
 		return nil, false, err
 	}
 	if port == nil && status.PortID == "" {
-		if err := s.claimFrontDoor(ctx, fd, fd.UID, named); err != nil {
+		if err := s.claimFrontDoor(ctx, fd, fd.UID, named, status); err != nil {
 			return nil, false, err
 		}
 	}

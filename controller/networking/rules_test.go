@@ -64,7 +64,8 @@ func service(n Neutron, live map[string]string) *Service {
 }
 
 func vipPort(id string, m Mark, created time.Time, extra ...string) ports.Port {
-	return ports.Port{ID: id, Name: VIPPortName(m.Identity), Tags: append(m.Tags(), extra...), CreatedAt: created}
+	return ports.Port{ID: id, Name: VIPPortName(m.Identity), Tags: append(m.Tags(), extra...), CreatedAt: created,
+		NetworkID: "net", FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: "198.18.0.50"}}}
 }
 
 func TestOwnerOfPort(t *testing.T) {
@@ -105,21 +106,21 @@ func TestClaimFrontDoor(t *testing.T) {
 	older, newer := time.Unix(1000, 0), time.Unix(2000, 0)
 
 	svc := service(networkingtest.NewNeutron(), map[string]string{"uid-live": "kube-system/live"})
-	fd := &FrontDoor{Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
+	fd := &FrontDoor{Spec: Spec{NetworkID: "net", SubnetID: "sub"}, Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
 	named := []ports.Port{
 		vipPort("newer", owned("uid-gone-2"), newer, shootA),
 		vipPort("older", owned("uid-gone-1"), older, shootA),
 		vipPort("other-shoot", owned("uid-gone-3"), older.Add(-time.Hour), openstack.ShootTag("shoot-b")),
 	}
-	if err := svc.claimFrontDoor(context.Background(), fd, "uid-self", named); err != nil {
+	if err := svc.claimFrontDoor(context.Background(), fd, "uid-self", named, &v1alpha1.ExposureStatus{}); err != nil {
 		t.Fatal(err)
 	}
 	if fd.Mark.Owner != "uid-gone-1" {
 		t.Errorf("owner %q after the claim, want the oldest lost port's owner uid-gone-1", fd.Mark.Owner)
 	}
 
-	fd = &FrontDoor{Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
-	err := svc.claimFrontDoor(context.Background(), fd, "uid-self", append(named, vipPort("live", owned("uid-live"), newer, shootA)))
+	fd = &FrontDoor{Spec: Spec{NetworkID: "net", SubnetID: "sub"}, Mark: Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}}
+	err := svc.claimFrontDoor(context.Background(), fd, "uid-self", append(named, vipPort("live", owned("uid-live"), newer, shootA)), &v1alpha1.ExposureStatus{})
 	if codes := v1beta1helper.ExtractErrorCodes(err); !slices.Contains(codes, gardencorev1beta1.ErrorConfigurationProblem) {
 		t.Errorf("with a live owner: %v, want a refusal with %s", err, gardencorev1beta1.ErrorConfigurationProblem)
 	}
@@ -263,6 +264,26 @@ func TestRulesOnTheFakeNeutron(t *testing.T) {
 			}
 			if got := w.n.Writes[writes:]; len(got) != 0 {
 				t.Errorf("writes during the take-over: %v", got)
+			}
+		}},
+		{"a lost front door of this Shoot on another network is left alone", func(t *testing.T) {
+			// A clone of the cluster (same project, shoot name and Shoot UID, e.g. from a
+			// copied disk) on a network of its own.
+			old := newWorld("uid-old", nil)
+			old.mustReconcile(t)
+			w := newWorld("uid-clone", nil)
+			w.n = old.n
+			w.spec.NetworkID, w.spec.SubnetID = "net-clone", "sub-clone"
+			w.mustReconcile(t)
+			if w.status.PortID == old.status.PortID || w.status.Owner != "uid-clone" || w.status.FloatingIPID == old.status.FloatingIPID {
+				t.Fatalf("the clone's status %+v, want its own door beside %s (owner uid-old)", w.status, old.status.PortID)
+			}
+			w.delete(t)
+			if _, ok := w.n.Ports[old.status.PortID]; !ok {
+				t.Error("deleting the clone deleted the first cluster's VIP port")
+			}
+			if _, ok := w.n.FloatingIPs[old.status.FloatingIPID]; !ok {
+				t.Error("deleting the clone deleted the first cluster's floating IP")
 			}
 		}},
 		{"a live exposure's front door refuses a second one, which writes nothing", func(t *testing.T) {

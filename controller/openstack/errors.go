@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -189,7 +190,10 @@ func classify(err error, op string, lookup bool) error {
 		code = gardencorev1beta1.ErrorInfraQuotaExceeded
 		e.Hint = "raise the Neutron quota of the project or free unused resources"
 	case e.Type == "IpAddressGenerationFailure" || e.Type == "ExternalIpAddressExhausted":
-		code = gardencorev1beta1.ErrorInfraQuotaExceeded
+		// The subnet or pool has no free address: no quota can be raised for that, and an
+		// address freed elsewhere heals it, so Gardener retries (and so does the controller).
+		code = gardencorev1beta1.ErrorInfraResourcesDepleted
+		e.Transient = true
 		e.Hint = "free addresses in the subnet or floating pool, or choose another one"
 	case e.Type == "IpAddressAlreadyAllocated" || e.Type == "IpAddressInUse":
 		code = gardencorev1beta1.ErrorConfigurationProblem
@@ -270,4 +274,37 @@ func oneSentence(msg string) string {
 	msg = strings.Join(strings.Fields(msg), " ")
 	msg = strings.ReplaceAll(msg, ". ", "; ")
 	return strings.TrimRight(msg, ". ")
+}
+
+// WithEveryCode makes the error codes of every error in err's tree visible to Gardener,
+// whose ExtractErrorCodes takes those of the first coded error it finds (errors.As): the
+// codes of a later error of an errors.Join would be lost.
+func WithEveryCode(err error) error {
+	var codes []gardencorev1beta1.ErrorCode
+	var walk func(error)
+	walk = func(e error) {
+		if c, ok := e.(v1beta1helper.Coder); ok {
+			for _, code := range c.Codes() {
+				if !slices.Contains(codes, code) {
+					codes = append(codes, code)
+				}
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	visible := v1beta1helper.ExtractErrorCodes(err)
+	for _, code := range codes {
+		if !slices.Contains(visible, code) {
+			return v1beta1helper.NewErrorWithCodes(err, codes...)
+		}
+	}
+	return err
 }

@@ -5,6 +5,9 @@
 package openstack
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +37,10 @@ func TestM8ErrorCodesMatchGardenerRetries(t *testing.T) {
 			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem},
 		{name: "pairs on a network the project does not own", err: resp(403, `{"NeutronError":{"type":"PolicyNotAuthorized","message":"(rule:update_port:allowed_address_pairs) is disallowed by policy"}}`),
 			nonRetryable: true, code: gardencorev1beta1.ErrorInfraUnauthorized, hint: "network's owner"},
+		{name: "floating pool exhausted", err: resp(400, `{"NeutronError":{"type":"ExternalIpAddressExhausted","message":"Unable to find any IP address on external network x."}}`),
+			code: gardencorev1beta1.ErrorInfraResourcesDepleted, hint: "free addresses"},
+		{name: "subnet exhausted", err: resp(409, `{"NeutronError":{"type":"IpAddressGenerationFailure","message":"No more IP addresses available on network x."}}`),
+			code: gardencorev1beta1.ErrorInfraResourcesDepleted, hint: "free addresses"},
 		{name: "port security off", err: resp(409, `{"NeutronError":{"type":"AddressPairAndPortSecurityRequired","message":"Port Security must be enabled in order to have allowed address pairs on a port."}}`),
 			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem},
 	} {
@@ -66,5 +73,27 @@ func TestErrorIsOneSentence(t *testing.T) {
 	want := "create the floating IP failed (HTTP 404 ExternalGatewayForFloatingIPNotFound): External network n1 is not reachable from subnet s1; Therefore, cannot associate Port p1 with a Floating IP; connect the node subnet through a router with a gateway to the floating pool network"
 	if got := e.Error(); got != want {
 		t.Fatalf("Error() =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestEveryCodeOfAJoinIsVisible: Gardener reads the codes of the first coded error only;
+// WithEveryCode shows those of every error joined, and leaves a single error as it is.
+func TestEveryCodeOfAJoinIsVisible(t *testing.T) {
+	fip := Classify(gophercloud.ErrUnexpectedResponseCode{Actual: 403, Body: []byte(`{"NeutronError":{"type":"PolicyNotAuthorized","message":"no"}}`)}, "create the floating IP")
+	pairs := NewConfigurationError(errors.New("the node port has no pair"))
+	joined := errors.Join(fip, fmt.Errorf("pairs: %w", pairs))
+	if got := v1beta1helper.ExtractErrorCodes(joined); slices.Contains(got, gardencorev1beta1.ErrorConfigurationProblem) {
+		t.Fatalf("Gardener already sees %v in a join; the test no longer shows the gap", got)
+	}
+	got := v1beta1helper.ExtractErrorCodes(WithEveryCode(joined))
+	want := []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorInfraUnauthorized, gardencorev1beta1.ErrorConfigurationProblem}
+	if !slices.Equal(got, want) {
+		t.Errorf("codes %v, want %v", got, want)
+	}
+	if WithEveryCode(joined).Error() != joined.Error() {
+		t.Errorf("message changed: %q", WithEveryCode(joined))
+	}
+	if WithEveryCode(fip) != fip {
+		t.Error("a single coded error was wrapped")
 	}
 }

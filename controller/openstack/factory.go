@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,13 @@ func (a AuthConfig) tlsConfig() (*tls.Config, error) {
 		RootCAs:            pool,
 		InsecureSkipVerify: a.insecure(), //nolint:gosec // explicitly requested in the Secret or the CloudProfile
 	}, nil
+}
+
+// Plaintext tells whether Keystone, and so the credentials sent to it, is reached without
+// TLS (an http:// URL).
+func (a AuthConfig) Plaintext() bool {
+	u, err := url.Parse(a.authURL())
+	return err == nil && strings.EqualFold(u.Scheme, "http")
 }
 
 func (a AuthConfig) authURL() string {

@@ -37,11 +37,22 @@ kube-system
 kube-vip-agent
 {{- end -}}
 
-{{- /* The objects and the Lease of upstream kube-vip (agent.implementation kube-vip). */ -}}
+{{- /* The objects and the Lease of upstream kube-vip (agent.implementation kube-vip), named apart
+from a user's own kube-vip release (controller/agentrollout.KubeVIPName, KubeVIPLeaseName). */ -}}
 {{- define "kubeVIPName" -}}
-kube-vip
+gardener-kube-vip
 {{- end -}}
 
 {{- define "kubeVIPLeaseName" -}}
+gardener-kube-vip
+{{- end -}}
+
+{{- /* The names earlier releases gave them: only read and deleted, and only when they carry the
+extension's managed-by label (controller/agentrollout.LegacyKubeVIPName, LegacyKubeVIPLeaseName). */ -}}
+{{- define "legacyKubeVIPName" -}}
+kube-vip
+{{- end -}}
+
+{{- define "legacyKubeVIPLeaseName" -}}
 kube-vip-cp
 {{- end -}}

@@ -15,7 +15,7 @@ import (
 
 // KubeVIPDeployed runs upstream kube-vip with the environment of the container of the
 // DaemonSet that controller/agentrollout renders for agent.implementation kube-vip with
-// default settings (timings 3/2/1 s mapped from kube-vip-agent's, Lease kube-vip-cp,
+// default settings (timings 3/2/1 s mapped from kube-vip-agent's, Lease gardener-kube-vip,
 // metrics on 127.0.0.1). Only the API access differs: the bench has no ServiceAccounts,
 // so kube-vip reads the node's kubeconfig from $HOME (which it prefers over the in-cluster
 // config that the DaemonSet's KUBERNETES_SERVICE_HOST/PORT set up); it reaches the same
@@ -30,7 +30,7 @@ func (k KubeVIPDeployed) Name() string { return "kube-vip as deployed" }
 
 // Describe implements System.
 func (k KubeVIPDeployed) Describe() string {
-	return "kube-vip v1.0.0 with the env of this extension's DaemonSet (lease 3/2/1 s, Lease kube-vip-cp)"
+	return "kube-vip v1.0.0 with the env of this extension's DaemonSet (lease 3/2/1 s, Lease gardener-kube-vip)"
 }
 
 // base is the plain kube-vip system this one reuses for HOME, kubeconfig and timeouts.

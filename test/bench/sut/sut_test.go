@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 )
 
 func testCluster(t *testing.T, iface string) Cluster {
@@ -157,7 +159,7 @@ func TestKubeVIPDeployedPrepare(t *testing.T) {
 		t.Errorf("args = %q", cmd.Args)
 	}
 	for _, want := range []string{
-		"HOME=" + dir, "vip_leasename=kube-vip-cp", "vip_leaseduration=3", "vip_renewdeadline=2", "vip_retryperiod=1",
+		"HOME=" + dir, "vip_leasename=" + agentrollout.KubeVIPLeaseName, "vip_leaseduration=3", "vip_renewdeadline=2", "vip_retryperiod=1",
 		"vip_nodename=n2", "vip_interface=eth0", "address=198.18.0.200", "cp_namespace=kube-system", "svc_enable=false",
 	} {
 		if !slices.Contains(cmd.Env, want) {

@@ -174,7 +174,7 @@ func setSecretKeys(t *testing.T, ctx context.Context, e *sharedEnv, name string,
 
 // TestExternalNetworkWithoutFreeAddresses: docs/operations.md's "ExternalIpAddressExhausted"
 // row. The floating pool's subnet has no free address left (its allocation pool shrunk by
-// the admin to the router's own gateway address): ERR_INFRA_QUOTA_EXCEEDED in one sentence,
+// the admin to the router's own gateway address): ERR_INFRA_RESOURCES_DEPLETED in one sentence,
 // the VIP port kept and no floating IP; once addresses are free again, the exposure
 // converges.
 func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
@@ -225,7 +225,7 @@ func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
 	nodes := createNodes(t, ctx, e, identity, 1)
 	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
 	create(t, ctx, e, exp, identity)
-	waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraQuotaExceeded)
+	waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraResourcesDepleted)
 	portsNow := taggedPorts(t, ctx, e, identity)
 	if len(portsNow) != 1 {
 		t.Fatalf("%d VIP ports while the pool is exhausted, want the one", len(portsNow))

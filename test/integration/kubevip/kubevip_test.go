@@ -335,7 +335,7 @@ func podObjects(ctx context.Context, t *testing.T, c client.Client, name string,
 	t.Helper()
 	for _, n := range nodes {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + n.Name(), Labels: map[string]string{agentrollout.LabelAppName: name}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + n.Name(), Labels: map[string]string{agentrollout.LabelAppName: name, agentrollout.LabelManagedBy: agentrollout.ManagedByValue}},
 			Spec: corev1.PodSpec{
 				NodeName: n.Name(), ServiceAccountName: name, AutomountServiceAccountToken: ptr.To(false),
 				TerminationGracePeriodSeconds: ptr.To[int64](5),

@@ -86,6 +86,13 @@ var mustAllow = []access{
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.KubeVIPName},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: agentrollout.KubeVIPName},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.KubeVIPLeaseName},
+	// Its objects under the names of earlier releases: read and removed when labelled ours.
+	{verb: "get", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "delete", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "delete", resource: "serviceaccounts", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "delete", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "delete", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPLeaseName},
 	// The agent's Role and RoleBinding for the kube-apiservers' EndpointSlice, and what
 	// they grant (escalation rule).
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: agentrollout.PeerNamespace, name: agentrollout.Name},
@@ -157,8 +164,18 @@ var mustDeny = []access{
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "kube-controller-manager"},
 	{verb: "list", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem},
 	{verb: "get", group: "apps", resource: "daemonsets", namespace: metav1.NamespaceDefault, name: agentrollout.Name},
+	// A user's kube-vip (its Helm chart's names) is never changed, even where it may be
+	// deleted when labelled ours (the controller checks the label).
+	{verb: "patch", group: "apps", resource: "daemonsets", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "update", resource: "serviceaccounts", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: kubeSystem, name: agentrollout.LegacyKubeVIPName},
+	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "plndr-svcs-lock"},
+	{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: kubeSystem, name: "plndr-svcs-lock"},
 	// In default: only the agent's Role and RoleBinding, and only the kube-apiservers'
-	// EndpointSlice.
+	// EndpointSlice; no Service at all (externalIPs Services).
+	{verb: "create", resource: "services", namespace: metav1.NamespaceDefault, name: "any-service"},
+	{verb: "patch", resource: "services", namespace: metav1.NamespaceDefault, name: agentrollout.Name},
+	{verb: "delete", resource: "services", namespace: metav1.NamespaceDefault, name: agentrollout.Name},
 	{verb: "patch", group: "rbac.authorization.k8s.io", resource: "roles", namespace: metav1.NamespaceDefault, name: "any-role"},
 	{verb: "get", group: "discovery.k8s.io", resource: "endpointslices", namespace: metav1.NamespaceDefault, name: "any-service"},
 	{verb: "list", group: "discovery.k8s.io", resource: "endpointslices", namespace: metav1.NamespaceDefault},

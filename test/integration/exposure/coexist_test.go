@@ -1,0 +1,171 @@
+// SPDX-FileCopyrightText: 2026 The gardener-extension-kube-vip authors
+//
+// SPDX-License-Identifier: Apache-2.0
+
+package exposure_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+)
+
+// usersKubeVIP is a user's own upstream kube-vip in kube-system, as the official kube-vip
+// Helm chart renders it for `helm install kube-vip kube-vip/kube-vip -n kube-system` in
+// services mode (env.svc_enable=true, env.cp_enable=false): ServiceAccount, ClusterRole,
+// ClusterRoleBinding and DaemonSet named kube-vip. Besides them a Role and RoleBinding named
+// kube-vip (a tighter RBAC a user may write instead), the Leases kube-vip's services mode
+// elects with (plndr-svcs-lock) and one of the name earlier releases of the extension used
+// (kube-vip-cp), and one running pod of the DaemonSet on a control-plane node (no kubelet
+// here: the pod object stands for it).
+func usersKubeVIP(node string) []client.Object {
+	selector := map[string]string{"app.kubernetes.io/name": "kube-vip", "app.kubernetes.io/instance": "kube-vip"}
+	labels := map[string]string{
+		"helm.sh/chart": "kube-vip-0.8.0", "app.kubernetes.io/name": "kube-vip", "app.kubernetes.io/instance": "kube-vip",
+		"app.kubernetes.io/version": "v1.0.0", "app.kubernetes.io/managed-by": "Helm",
+	}
+	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+	}
+	env := []corev1.EnvVar{{Name: "svc_enable", Value: "true"}, {Name: "cp_enable", Value: "false"}, {Name: "vip_arp", Value: "true"}, {Name: "svc_election", Value: "true"}}
+	podSpec := corev1.PodSpec{
+		ServiceAccountName: "kube-vip",
+		HostNetwork:        true,
+		Containers: []corev1.Container{{
+			Name: "kube-vip", Image: "ghcr.io/kube-vip/kube-vip:v1.0.0", ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"manager"}, Env: env,
+			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
+		}},
+	}
+	pod := &corev1.Pod{ObjectMeta: meta("kube-vip-x7k2p", selector), Spec: podSpec}
+	pod.Spec.NodeName = node
+	return []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: meta("kube-vip", labels)},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"services", "services/status", "nodes", "endpoints"}, Verbs: []string{"list", "get", "watch", "update", "patch"}},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "get", "watch", "update", "create"}},
+			}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kube-vip"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kube-vip", Namespace: ns}}},
+		&rbacv1.Role{ObjectMeta: meta("kube-vip", labels), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update", "create"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: meta("kube-vip", labels),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "kube-vip"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kube-vip", Namespace: ns}}},
+		&appsv1.DaemonSet{ObjectMeta: meta("kube-vip", nil), Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector}, Spec: podSpec},
+		}},
+		&coordinationv1.Lease{ObjectMeta: meta("plndr-svcs-lock", nil), Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}},
+		&coordinationv1.Lease{ObjectMeta: meta(agentrollout.LegacyKubeVIPLeaseName, nil), Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}},
+		pod,
+	}
+}
+
+// installed are objects as the kube-apiserver returned them on creation.
+type installed []client.Object
+
+func install(t *testing.T, ctx context.Context, c client.Client, objs []client.Object) installed {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating the user's %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+	return objs
+}
+
+// check fails unless every object still exists with its UID, labels and spec (rules,
+// subjects) as installed.
+func (objs installed) check(t *testing.T, ctx context.Context, c client.Client, step string) {
+	t.Helper()
+	for _, want := range objs {
+		got := want.DeepCopyObject().(client.Object)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+			t.Errorf("%s: the user's %T %s: %v", step, want, want.GetName(), err)
+			continue
+		}
+		if got.GetUID() != want.GetUID() || !equality.Semantic.DeepEqual(got.GetLabels(), want.GetLabels()) || got.GetDeletionTimestamp() != nil {
+			t.Errorf("%s: the user's %T %s was replaced or changed: uid %s (was %s), labels %v, deleting %v", step, want, want.GetName(), got.GetUID(), want.GetUID(), got.GetLabels(), got.GetDeletionTimestamp())
+			continue
+		}
+		if diff := specDiff(want, got); diff != "" {
+			t.Errorf("%s: the user's %T %s changed: %s", step, want, want.GetName(), diff)
+		}
+	}
+}
+
+func specDiff(want, got client.Object) string {
+	var w, g any
+	switch x := want.(type) {
+	case *appsv1.DaemonSet:
+		w, g = x.Spec, got.(*appsv1.DaemonSet).Spec
+	case *corev1.Pod:
+		w, g = x.Spec, got.(*corev1.Pod).Spec
+	case *rbacv1.Role:
+		w, g = x.Rules, got.(*rbacv1.Role).Rules
+	case *rbacv1.ClusterRole:
+		w, g = x.Rules, got.(*rbacv1.ClusterRole).Rules
+	case *rbacv1.RoleBinding:
+		w, g = x.Subjects, got.(*rbacv1.RoleBinding).Subjects
+	case *rbacv1.ClusterRoleBinding:
+		w, g = x.Subjects, got.(*rbacv1.ClusterRoleBinding).Subjects
+	case *coordinationv1.Lease:
+		w, g = x.Spec, got.(*coordinationv1.Lease).Spec
+	default:
+		return ""
+	}
+	if equality.Semantic.DeepEqual(w, g) {
+		return ""
+	}
+	return fmt.Sprintf("%+v, was %+v", g, w)
+}
+
+// TestUsersKubeVIPSurvives: a user's own kube-vip from its Helm chart in kube-system
+// survives the exposure's first reconcile, a switch to upstream kube-vip and back, and the
+// deletion, each with the same UID and spec; the exposure goes Succeeded each time, and
+// upstream kube-vip of the extension runs under its own names beside the user's.
+func TestUsersKubeVIPSurvives(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	users := install(t, ctx, e.cp.Client, usersKubeVIP(nodes[0].name))
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, exp, id)
+	waitFor(t, ctx, e, exp, "success beside the user's kube-vip", succeeded)
+	users.check(t, ctx, e.cp.Client, "after the first reconcile")
+
+	kubeVIP := fmt.Sprintf(`{%s,"agent":{"implementation":"kube-vip","image":"example.org/kube-vip:v1.0.0"}}`, exposureConfigHead)
+	triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) { x.Spec.ProviderConfig = rawConfig(kubeVIP) })()
+	users.check(t, ctx, e.cp.Client, "after the switch to kube-vip")
+	ds := &appsv1.DaemonSet{}
+	if err := e.cp.Client.Get(ctx, clientKey(agentrollout.KubeVIPName), ds); err != nil || !agentrollout.Owned(ds) {
+		t.Errorf("the extension's kube-vip DaemonSet %s: %v, labels %v", agentrollout.KubeVIPName, err, ds.Labels)
+	}
+
+	triggerReconcile(t, ctx, e, exp, func(x *extensionsv1alpha1.SelfHostedShootExposure) { x.Spec.ProviderConfig = nil })()
+	users.check(t, ctx, e.cp.Client, "after the switch back to kube-vip-agent")
+
+	deleteAndWait(t, ctx, e, exp)
+	users.check(t, ctx, e.cp.Client, "after the deletion")
+}
