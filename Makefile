@@ -5,7 +5,7 @@
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
-#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, golangci-lint
+#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, helm lint, golangci-lint
 #   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
@@ -56,6 +56,10 @@ INTEGRATION_FLAGS ?= -count=1
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gardener-extension-kube-vip
 LDFLAGS := -X main.version=$(VERSION)
+# The release images' org.opencontainers.image.source and .revision labels; the release
+# workflow sets SOURCE to the repository it runs in (the label links a GHCR package to it).
+SOURCE ?= https://github.com/gardener/gardener-extension-kube-vip
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: build
 build:
@@ -79,12 +83,15 @@ generate:
 
 # The release: `make generate` for REGISTRY, then the controller and agent images as OCI
 # image layouts (bin/release/<image>/, built with hack/tools/imagebuild as the Dockerfiles
-# describe) and the packaged chart (bin/release/<chart>-<version>.tgz), reproducibly: the same
-# sources and Go toolchain give the same digests. .github/workflows/release.yaml pushes them.
+# describe: one index of a linux/amd64 and a linux/arm64 image, with the
+# org.opencontainers.image.* labels) and the packaged chart (bin/release/<chart>-<version>.tgz),
+# reproducibly: the same sources, commit and Go toolchain give the same digests.
+# .github/workflows/release.yaml pushes them.
 .PHONY: release-artifacts
 release-artifacts: generate
 	rm -rf bin/release
-	$(GO) run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry $(REGISTRY) -version $(VERSION)
+	$(GO) run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry $(REGISTRY) -version $(VERSION) \
+	  -arch amd64,arm64 -source $(SOURCE) -revision $(REVISION)
 	$(GO) run ./manifests/gen/cmd/package-chart bin/release
 
 # Fails if `make generate` would change any file (runs the generators in a copy of the tree).
@@ -130,10 +137,16 @@ fmt-check:
 license-check:
 	hack/license-headers.sh --check
 
+# `helm lint --strict` of the chart, with helm's own linter (helm.sh/helm/v4, already a
+# dependency) in a Go test: no helm binary to build or download.
+.PHONY: chart-lint
+chart-lint:
+	$(GO) test -count=1 -run '^TestChartLint$$' ./charts/
+
 # Static checks; every step runs, the target fails if any did.
 .PHONY: check
 check:
-	@rc=0; for t in vet fmt-check license-check check-generate actionlint lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+	@rc=0; for t in vet fmt-check license-check check-generate actionlint chart-lint lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:

@@ -7,14 +7,17 @@ package imagebuild
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // The release images, built twice from the same sources into two directories, have the same
 // digests: a tag rebuilt gives the images it gave before. (The second go build comes from
-// Go's build cache; -trimpath keeps a cold build of the same toolchain the same.)
+// Go's build cache; -trimpath keeps a cold build of the same toolchain the same.) Each is
+// one index of an amd64 and an arm64 image, both with the release's OCI labels.
 func TestReleaseLayoutsReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the controller and the agent")
@@ -24,9 +27,11 @@ func TestReleaseLayoutsReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca := filepath.Join(root, "LICENSE") // any fixed file stands in for the host's CA bundle
+	labels := OCILabels("https://github.com/test/gardener-extension-kube-vip", "0123abcd", "v9.9.9", "Apache-2.0")
 	digests := make([]map[string]string, 2)
 	for i := range digests {
-		c := Config{Root: root, Out: t.TempDir(), Registry: "ghcr.io/test", Version: "v9.9.9", CABundle: ca, Layout: true}
+		c := Config{Root: root, Out: t.TempDir(), Registry: "ghcr.io/test", Version: "v9.9.9", CABundle: ca, Layout: true,
+			Arches: []string{"amd64", "arm64"}, Labels: labels}
 		if err := BuildAll(context.Background(), c, ReleaseImages()); err != nil {
 			t.Fatal(err)
 		}
@@ -48,6 +53,9 @@ func TestReleaseLayoutsReproducible(t *testing.T) {
 				t.Fatalf("%s: the layout holds %+v, want one image named %s", img.Name, m.Manifests, c.Ref(img))
 			}
 			digests[i][img.Name] = m.Manifests[0].Digest.String()
+			if i == 0 {
+				checkPlatforms(t, img.Name, idx, m.Manifests[0].Digest, labels)
+			}
 		}
 	}
 	if len(digests[0]) != 2 {
@@ -59,4 +67,41 @@ func TestReleaseLayoutsReproducible(t *testing.T) {
 		}
 	}
 	t.Logf("digests: %v", digests[0])
+}
+
+// checkPlatforms checks that the image index at digest holds a linux/amd64 and a linux/arm64
+// image, each config saying its architecture and carrying the labels.
+func checkPlatforms(t *testing.T, name string, layoutIndex v1.ImageIndex, digest v1.Hash, labels map[string]string) {
+	t.Helper()
+	idx, err := layoutIndex.ImageIndex(digest)
+	if err != nil {
+		t.Fatalf("%s: the layout's entry is no image index: %v", name, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arches []string
+	for _, d := range m.Manifests {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Platform == nil || d.Platform.OS != "linux" || d.Platform.Architecture != cf.Architecture || cf.OS != "linux" {
+			t.Errorf("%s: index entry platform %+v, image config %s/%s", name, d.Platform, cf.OS, cf.Architecture)
+		}
+		arches = append(arches, cf.Architecture)
+		for k, v := range labels {
+			if cf.Config.Labels[k] != v {
+				t.Errorf("%s/%s: label %s = %q, want %q", name, cf.Architecture, k, cf.Config.Labels[k], v)
+			}
+		}
+	}
+	if !slices.Equal(arches, []string{"amd64", "arm64"}) {
+		t.Errorf("%s: architectures %v, want [amd64 arm64]", name, arches)
+	}
 }
