@@ -318,7 +318,7 @@ spec:
     metadata: {name: ${NAME}}
     spec:
       provider: {type: openstack, region: ${OS_REGION_NAME:-RegionOne}}
-      networks: {nodes: ${subnet_cidr}, pods: 10.244.0.0/16, services: 10.96.0.0/16}
+      networks: {nodes: ${subnet_cidr}, pods: ${POD_CIDR}, services: 10.96.0.0/16}
   shoot:
     apiVersion: core.gardener.cloud/v1beta1
     kind: Shoot
