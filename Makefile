@@ -34,10 +34,7 @@ DATAPLANE_PKGS = ./test/integration/dataplane/... ./test/demo/
 # OVN driver), on a Keystone + Neutron of its own.
 OVN_PKGS = ./test/integration/ovn/...
 OVN_ENV = KUBE_VIP_OPENSTACK_DIR=$(CURDIR)/.local/openstack-ovn KUBE_VIP_OPENSTACK_ENV=$(CURDIR)/.local/openstack-ovn/env.sh KEYSTONE_PORT=5010 NEUTRON_PORT=9710
-# The unit tier's longest test, TestReleaseLayoutsReproducible, builds the controller and the
-# agent for amd64 and arm64; arm64's first build compiles every dependency once more (more
-# than 10 min on a busy 2-core machine), later runs come from Go's build cache.
-UNIT_TIMEOUT ?= 25m
+UNIT_TIMEOUT ?= 10m
 INTEGRATION_TIMEOUT ?= 40m
 TEST_FLAGS ?=
 # Tests of these directories test the project's tooling (the bench, the test harnesses, the
