@@ -5,7 +5,7 @@
 # gardener-extension-kube-vip
 #
 #   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
-#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, golangci-lint
+#   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, helm lint, golangci-lint
 #   make test   make check, unit tests, integration tests against the real parts
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
@@ -62,6 +62,13 @@ INTEGRATION_FLAGS ?= -count=1
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gardener-extension-kube-vip
 LDFLAGS := -X main.version=$(VERSION)
+# The release images' org.opencontainers.image.source and .revision labels; the release
+# workflow sets SOURCE to the repository it runs in (the label links a GHCR package to it).
+SOURCE ?= https://github.com/gardener/gardener-extension-kube-vip
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The release images' architectures. The tests that install the release (the demo) build
+# amd64 alone: a cold arm64 build compiles every dependency once more (over 28 min here).
+RELEASE_ARCHES ?= amd64,arm64
 
 .PHONY: build
 build:
@@ -85,13 +92,17 @@ generate:
 
 # The release: `make generate` for REGISTRY, then the controller and agent images as OCI
 # image layouts (bin/release/<image>/, built with hack/tools/imagebuild as the Dockerfiles
-# describe) and the packaged chart (bin/release/<chart>-<version>.tgz), reproducibly: the same
-# sources and Go toolchain give the same digests. .github/workflows/release.yaml pushes them.
+# describe: one index of a linux/amd64 and a linux/arm64 image, with the
+# org.opencontainers.image.* labels) and the packaged chart (bin/release/<chart>-<version>.tgz),
+# reproducibly: the same sources, commit and Go toolchain give the same digests.
+# .github/workflows/release.yaml pushes them.
 .PHONY: release-artifacts
+RELEASE_DIR ?= bin/release
 release-artifacts: generate
-	rm -rf bin/release
-	$(GO) run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry $(REGISTRY) -version $(VERSION)
-	$(GO) run ./manifests/gen/cmd/package-chart bin/release
+	rm -rf $(RELEASE_DIR)
+	$(GO) run ./hack/tools/imagebuild/cmd/imagebuild -layout -o $(RELEASE_DIR) -registry $(REGISTRY) -version $(VERSION) \
+	  -arch $(RELEASE_ARCHES) -source $(SOURCE) -revision $(REVISION)
+	$(GO) run ./manifests/gen/cmd/package-chart $(RELEASE_DIR)
 
 # Fails if `make generate` would change any file (runs the generators in a copy of the tree).
 .PHONY: check-generate
@@ -157,17 +168,25 @@ fmt-check:
 license-check:
 	hack/license-headers.sh --check
 
+# `helm lint --strict` of the chart, with helm's own linter (helm.sh/helm/v4, already a
+# dependency) in a Go test: no helm binary to build or download.
+.PHONY: chart-lint
+# It runs here, and the unit tier skips it.
+CHART_LINT_TEST := ^TestChartLint$$
+chart-lint:
+	$(GO) test -count=1 -run '$(CHART_LINT_TEST)' ./charts/
+
 # Static checks; every step runs, the target fails if any did.
 .PHONY: check
 check:
-	@rc=0; for t in vet fmt-check license-check check-generate actionlint promtool-test lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+	@rc=0; for t in vet fmt-check license-check check-generate actionlint chart-lint promtool-test lint; do $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
 
 .PHONY: test-unit
 test-unit:
 	@mkdir -p $(RESULTS)
 	@start=$$SECONDS; rc=0; \
 	$(GOTESTSUM) --jsonfile $(RESULTS)/unit-race.json -- -timeout $(UNIT_TIMEOUT) $(UNIT_RACE_FLAGS) $(TEST_FLAGS) $(UNIT_RACE_PKGS) || rc=$$?; \
-	$(GOTESTSUM) --jsonfile $(RESULTS)/unit-plain.json -- -timeout $(UNIT_TIMEOUT) $(TEST_FLAGS) $(UNIT_PLAIN_PKGS) || rc=$$?; \
+	$(GOTESTSUM) --jsonfile $(RESULTS)/unit-plain.json -- -timeout $(UNIT_TIMEOUT) -skip '$(CHART_LINT_TEST)' $(TEST_FLAGS) $(UNIT_PLAIN_PKGS) || rc=$$?; \
 	cat $(RESULTS)/unit-race.json $(RESULTS)/unit-plain.json >$(RESULTS)/unit.json; rm $(RESULTS)/unit-race.json $(RESULTS)/unit-plain.json; \
 	hack/test-summary.sh unit $(TOOLING_DIRS) $(RESULTS)/unit.json $(RESULTS)/unit.summary $$((SECONDS - start)); exit $$rc
 

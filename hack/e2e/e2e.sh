@@ -30,18 +30,26 @@
 #                                         # cloudprovider Secret and the Infrastructure status in $E2E_STATE
 #   hack/e2e/e2e.sh openstack-down        # the sweep of what the extension marked for this
 #                                         # cluster, then the node ports and the security group
+#   hack/e2e/e2e.sh kubelet-flags IP      # kind's kubeadm-flags.env (stdin) with the node IP
+#                                         # replaced by IP (stdout), as `up` rewrites it
 #
 # Input (environment): the devstack credentials as the `openstack` CLI takes them
 # (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_USER_DOMAIN_NAME,
-# OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME; e.g. `source devstack/openrc demo demo`), and:
+# OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME; e.g. `source "$GITHUB_WORKSPACE/devstack/openrc" demo demo`,
+# where gophercloud/devstack-action checks devstack out), and:
 #   E2E_NETWORK          tenant network of the control-plane nodes    (default: private)
 #   E2E_SUBNET           its IPv4 subnet                               (default: private-subnet)
+#                        (devstack's IPv4 subnet of "private"; the network also carries the IPv6
+#                        SLAAC subnet ipv6-private-subnet: devstack's IP_VERSION defaults to 4+6
+#                        in lib/neutron_plugins/services/l3, so each port gets an address of both)
 #   E2E_ROUTER           router between it and the external network   (default: router1)
 #   E2E_FLOATING_POOL    external network for floating IPs            (default: public)
 #   E2E_OVS_BRIDGE       integration bridge of the devstack host      (default: br-int)
 #   E2E_NAME             name prefix of everything created; also the shoot's technical ID,
 #                        which tags the extension's Neutron resources  (default: kube-vip-e2e)
 #   E2E_NODES            control-plane nodes                           (default: 3)
+#   E2E_POD_CIDR         the kind cluster's pod network                (default: 10.244.0.0/16,
+#                        kind's default podSubnet, written into the kind config)
 #   E2E_TIMEOUT          seconds to wait for ingress and readyz       (default: 300)
 #   E2E_BINDING_OPENRC   optional: a file to source (in a subshell) for credentials that may
 #                        bind a port to a host, as Nova's service user does on a real cloud.
@@ -64,6 +72,7 @@ FLOATING_POOL="${E2E_FLOATING_POOL:-public}"
 OVS_BRIDGE="${E2E_OVS_BRIDGE:-br-int}"
 TIMEOUT="${E2E_TIMEOUT:-300}"
 NODES="${E2E_NODES:-3}"
+POD_CIDR="${E2E_POD_CIDR:-10.244.0.0/16}"
 STATE="${E2E_STATE:-${REPO_ROOT}/.local/e2e}"
 KUBECONFIG_FILE="${STATE}/kubeconfig"
 RELEASE_DIR="${REPO_ROOT}/bin/release"
@@ -95,6 +104,8 @@ up() {
     {
       echo "kind: Cluster"
       echo "apiVersion: kind.x-k8s.io/v1alpha4"
+      echo "networking:"
+      echo "  podSubnet: ${POD_CIDR}"
       echo "nodes:"
       for _ in $(seq 1 "$NODES"); do echo "- role: control-plane"; done
     } >"$STATE/kind.yaml"
@@ -128,13 +139,17 @@ up() {
 # import_release_images loads each release image's OCI layout into every node's containerd
 # under the reference and the manifest digest its index names, as a pull from the registry
 # would: the chart's defaults and the controller's image vector then resolve without a registry.
+# It runs the ctr command kind's own `kind load image-archive` runs in each node
+# (pkg/cluster/nodeutils LoadImageArchive: `ctr --namespace=k8s.io images import
+# --all-platforms --digests`), plus --base-name: an OCI layout's ref.name is only the tag
+# to containerd's importer, and the base name makes it the full reference again.
 import_release_images() {
   local layout ref node
   for layout in "$RELEASE_DIR"/*/index.json; do
     layout="$(dirname "$layout")"
     ref="$(jq -er '.manifests[0].annotations["org.opencontainers.image.ref.name"]' "$layout/index.json")"
     for node in $(nodes); do
-      tar -C "$layout" -cf - . | docker exec -i "$node" ctr -n k8s.io images import --base-name "${ref%:*}" --digests -
+      tar -C "$layout" -cf - . | docker exec -i "$node" ctr --namespace=k8s.io images import --all-platforms --base-name "${ref%:*}" --digests -
     done
     log "imported ${ref}@$(jq -r '.manifests[0].digest' "$layout/index.json")"
   done
@@ -176,15 +191,21 @@ security_group() {
 
 # node_port NODE NETWORK-JSON SUBNET-JSON creates (or finds) the node's Neutron port as Nova
 # would for a VM: device_owner compute:nova, in the nodes' security group, an address of the
-# subnet; binds it with E2E_BINDING_OPENRC's credentials if set. Prints "NODE PORT-ID MAC IP
-# CIDR GATEWAY MTU".
+# subnet; binds it with E2E_BINDING_OPENRC's credentials if set. The pod network is an
+# allowed address pair: once the node's InternalIP is this port's address, kindnet routes
+# the other nodes' pod ranges through it, with pod source addresses that port security
+# would otherwise drop. Prints "NODE PORT-ID MAC IP CIDR GATEWAY MTU", IP being the port's
+# address in the IPv4 subnet (Neutron also gives it one of every IPv6 SLAAC subnet of the
+# network, in no promised order).
 node_port() {
-  local node=$1 network=$2 subnet=$3 port port_id
+  local node=$1 network=$2 subnet=$3 port port_id subnet_id
+  subnet_id="$(jq -er .id <<<"$subnet")"
+  [[ "$(jq -er .ip_version <<<"$subnet")" == 4 ]] || die "subnet ${SUBNET} is not an IPv4 subnet"
   log "Neutron port for ${node}"
   port="$(openstack port show "${node}" -f json 2>/dev/null || true)"
   if [[ -z "$port" ]]; then
     port="$(openstack port create "${node}" --network "$(jq -r .id <<<"$network")" \
-      --fixed-ip subnet="$(jq -r .id <<<"$subnet")" \
+      --fixed-ip subnet="$subnet_id" --allowed-address ip-address="$POD_CIDR" \
       --security-group "${NAME}-nodes" --device-owner compute:nova -f json)"
   fi
   port_id="$(jq -er .id <<<"$port")"
@@ -192,8 +213,27 @@ node_port() {
     log "binding the port to $(hostname) with the credentials of ${E2E_BINDING_OPENRC}"
     (set +u; source "$E2E_BINDING_OPENRC"; openstack port set --host "$(hostname)" "$port_id")
   fi
-  echo "$node $port_id $(jq -er .mac_address <<<"$port") $(jq -er '.fixed_ips[0].ip_address' <<<"$port")" \
+  echo "$node $port_id $(jq -er .mac_address <<<"$port")" \
+    "$(jq -er --arg s "$subnet_id" 'first(.fixed_ips[] | select(.subnet_id == $s) | .ip_address)' <<<"$port")" \
     "$(jq -er .cidr <<<"$subnet") $(jq -er .gateway_ip <<<"$subnet") $(jq -er .mtu <<<"$network")"
+}
+
+# kubelet_flags IP rewrites kubeadm's kubelet flags file (/var/lib/kubelet/kubeadm-flags.env,
+# stdin to stdout) so that the kubelet's one --node-ip is IP. kind passes the node's Docker
+# address as kubeletExtraArgs node-ip (its kubeadm config template, pkg/cluster/internal/
+# kubeadm/config.go), kubeadm writes it into KUBELET_KUBEADM_ARGS, and kind's kubelet drop-in
+# (images/base/files/etc/systemd/system/kubelet.service.d/10-kubeadm.conf) puts
+# $KUBELET_KUBEADM_ARGS after $KUBELET_EXTRA_ARGS: neither a flag added in front nor
+# /etc/default/kubelet would win, so kind's own value is replaced. (A kubeadmConfigPatches
+# node-ip cannot be used: the address is on no interface while kind creates the cluster, and
+# the kubelet then reports no address at all, which leaves kindnet's pods without
+# status.hostIP.)
+kubelet_flags() {
+  local ip=$1 out
+  out="$(sed -E "s/--node-ip=[^ \"]*/--node-ip=${ip}/g")"
+  [[ "$(grep -o -- '--node-ip=[^ "]*' <<<"$out")" == "--node-ip=${ip}" ]] ||
+    die "kubeadm-flags.env does not carry exactly one --node-ip (kind's): ${out}"
+  echo "$out"
 }
 
 # plug_node NODE gives the kind node a NIC on the Neutron network, the way devstack plugs a VM:
@@ -230,8 +270,9 @@ plug_node() {
   fi
   # The controller finds a control-plane node's Neutron port by the Node's InternalIP, so
   # make the kubelet report the port's address (kind's default is the Docker bridge's).
-  docker exec "$node" sh -c "grep -q -- '--node-ip=${ip}' /var/lib/kubelet/kubeadm-flags.env || \
-    sed -i 's|^KUBELET_KUBEADM_ARGS=\"|KUBELET_KUBEADM_ARGS=\"--node-ip=${ip} |' /var/lib/kubelet/kubeadm-flags.env"
+  local flags=/var/lib/kubelet/kubeadm-flags.env
+  docker exec "$node" cat "$flags" | kubelet_flags "$ip" >"$STATE/${node}-kubeadm-flags.env"
+  docker exec -i "$node" sh -c "cat >${flags}.new && mv ${flags}.new ${flags}" <"$STATE/${node}-kubeadm-flags.env"
   docker exec "$node" systemctl restart kubelet
   local deadline=$((SECONDS + 120))
   until kc get node "$node" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}' | grep -qw "$ip"; do
@@ -277,7 +318,7 @@ spec:
     metadata: {name: ${NAME}}
     spec:
       provider: {type: openstack, region: ${OS_REGION_NAME:-RegionOne}}
-      networks: {nodes: ${subnet_cidr}, pods: 10.244.0.0/16, services: 10.96.0.0/16}
+      networks: {nodes: ${subnet_cidr}, pods: ${POD_CIDR}, services: 10.96.0.0/16}
   shoot:
     apiVersion: core.gardener.cloud/v1beta1
     kind: Shoot
@@ -493,10 +534,11 @@ case "${1:-}" in
   down) down ;;
   openstack-up) shift; openstack_up "$@" ;;
   openstack-down) openstack_down ;;
+  kubelet-flags) kubelet_flags "$2" ;;
   all)
     trap 'rc=$?; [[ $rc = 0 ]] || logs; down; exit $rc' EXIT
     up
     test_exposure
     ;;
-  *) echo "usage: $0 up|test|logs|down|all|openstack-up NODE...|openstack-down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|test|logs|down|all|openstack-up NODE...|openstack-down|kubelet-flags IP" >&2; exit 2 ;;
 esac

@@ -7,12 +7,28 @@ app.kubernetes.io/name: {{ include "name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* The reference of an image value (repository and tag): repository:tag, with a tag
+of the form tag@sha256:… repository:tag@sha256:…, and with a bare digest (sha256:…)
+repository@sha256:…, since repository:sha256:… is no valid reference. */ -}}
+{{- define "imageRef" -}}
+{{- $tag := toString .tag -}}
+{{- if hasPrefix "sha256:" $tag -}}
+{{ .repository }}@{{ $tag }}
+{{- else -}}
+{{ .repository }}:{{ $tag }}
+{{- end -}}
+{{- end -}}
+
 {{- define "image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ include "imageRef" .Values.image }}
 {{- end -}}
 
 {{- define "agentImage" -}}
-{{ .Values.agentImage.repository }}:{{ .Values.agentImage.tag }}
+{{ include "imageRef" .Values.agentImage }}
+{{- end -}}
+
+{{- define "kubeVIPImage" -}}
+{{ include "imageRef" .Values.kubeVIPImage }}
 {{- end -}}
 
 {{- define "priorityClassName" -}}

@@ -7,6 +7,7 @@ package imagebuild
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // distrolessStatic is the base both project Dockerfiles use. Without a registry it cannot
@@ -57,6 +59,16 @@ type Options struct {
 	// CABundle is the host's CA bundle copied to /etc/ssl/certs/ca-certificates.crt of the
 	// distroless stand-in; empty for none. A stage on scratch copies its own, through Files.
 	CABundle string
+	// Arch is the image's architecture (GOARCH of the files); amd64 if empty.
+	Arch string
+	// Labels are set in the image config, e.g. the org.opencontainers.image.* labels.
+	Labels map[string]string
+}
+
+// Variant is one architecture of a multi-architecture image: its files.
+type Variant struct {
+	Arch  string
+	Files map[string]string
 }
 
 // PauseStage is the sandbox (pause) image: one static binary that sleeps until it is
@@ -77,7 +89,14 @@ func Build(s *Stage, o Options) (v1.Image, name.Tag, error) {
 		return nil, name.Tag{}, fmt.Errorf("image tag %q: %w", o.Tag, err)
 	}
 	var layers []v1.Layer
-	env, workDir, labels := []string{defaultPath}, "/", map[string]string(nil)
+	env, workDir := []string{defaultPath}, "/"
+	var labels map[string]string
+	for k, v := range o.Labels {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[k] = v
+	}
 	if s.Base != scratch {
 		baseName, variant, _ := strings.Cut(s.Base, ":")
 		var ok bool
@@ -90,7 +109,11 @@ func Build(s *Stage, o Options) (v1.Image, name.Tag, error) {
 			return nil, name.Tag{}, err
 		}
 		layers = append(layers, base)
-		env, labels = baseEnv, map[string]string{"io.gardener.kube-vip.base-stand-in": s.Base}
+		env = baseEnv
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels["io.gardener.kube-vip.base-stand-in"] = s.Base
 	}
 	app, err := appLayer(s.Copies, o.Files, s.Base == scratch)
 	if err != nil {
@@ -105,7 +128,7 @@ func Build(s *Stage, o Options) (v1.Image, name.Tag, error) {
 		return nil, name.Tag{}, fmt.Errorf("reading the image config: %w", err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.OS, cf.Architecture = "linux", cmp.Or(o.Arch, "amd64")
 	cf.Config.Env = append([]string(nil), env...)
 	cf.Config.WorkingDir = workDir
 	cf.Config.User = s.User
@@ -131,14 +154,29 @@ func BuildFile(s *Stage, o Options, out string) error {
 	return os.Rename(tmp, out)
 }
 
-// BuildLayout builds the image and writes it as an OCI image layout to the directory dir
-// (replaced if it exists), its manifest annotated with the reference, as `crane push <dir>`
+// BuildLayout builds the image for each variant and writes them as one multi-architecture
+// image (an index of one manifest per architecture) in an OCI image layout to the directory
+// dir (replaced if it exists), the index annotated with the reference, as `crane push <dir>`
 // reads it.
-func BuildLayout(s *Stage, o Options, dir string) error {
-	img, ref, err := Build(s, o)
-	if err != nil {
-		return err
+func BuildLayout(s *Stage, o Options, variants []Variant, dir string) error {
+	var (
+		addenda []mutate.IndexAddendum
+		ref     name.Tag
+	)
+	for _, v := range variants {
+		vo := o
+		vo.Arch, vo.Files = v.Arch, v.Files
+		img, r, err := Build(s, vo)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.Arch, err)
+		}
+		ref = r
+		addenda = append(addenda, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: v.Arch}}})
 	}
+	if len(addenda) == 0 {
+		return fmt.Errorf("%s: no architecture to build", dir)
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.DockerManifestList), addenda...)
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -146,7 +184,7 @@ func BuildLayout(s *Stage, o Options, dir string) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref.String()})); err != nil {
 		return fmt.Errorf("writing %s: %w", dir, err)
 	}
 	return nil

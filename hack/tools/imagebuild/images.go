@@ -57,8 +57,24 @@ type Config struct {
 	// CABundle is the host CA bundle put into every image; empty for none.
 	CABundle string
 	// Layout writes each image as an OCI image layout (the directory Out/<name>) instead of
-	// a docker-archive tarball.
+	// a docker-archive tarball: one image per architecture of Arches under one index.
 	Layout bool
+	// Arches are the architectures of a layout (GOARCH); amd64 alone if empty. A tarball
+	// is always amd64, the architecture of the nodes it is imported into.
+	Arches []string
+	// Labels go into every image's config (the org.opencontainers.image.* labels of a release).
+	Labels map[string]string
+}
+
+// OCILabels are the labels a release image carries: where its source is (which also links a
+// GHCR package to its repository), the commit, the version and the licence.
+func OCILabels(source, revision, version, licenses string) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.source":   source,
+		"org.opencontainers.image.revision": revision,
+		"org.opencontainers.image.version":  version,
+		"org.opencontainers.image.licenses": licenses,
+	}
 }
 
 // Ref is the image reference of an image under the config.
@@ -84,36 +100,50 @@ func (c Config) Stage(img Image) (*Stage, error) {
 }
 
 // BuildAll builds each image's binary the way its Dockerfile's builder stage does (static,
-// trimmed, stripped) and then the image tarball or layout.
+// trimmed, stripped), per architecture, and then the image tarball or layout.
 func BuildAll(ctx context.Context, c Config, images []Image) error {
 	if err := os.MkdirAll(filepath.Join(c.Out, "bin"), 0o755); err != nil {
 		return err
+	}
+	arches := []string{"amd64"}
+	if c.Layout && len(c.Arches) > 0 {
+		arches = c.Arches
 	}
 	for _, img := range images {
 		s, err := c.Stage(img)
 		if err != nil {
 			return err
 		}
-		bin := filepath.Join(c.Out, "bin", img.Name)
-		if err := goBuild(ctx, c, img, bin); err != nil {
-			return err
-		}
 		if len(s.Copies) != 1 {
 			return fmt.Errorf("%s: the final stage copies %d files; one binary is expected", img.Name, len(s.Copies))
 		}
-		o := Options{Tag: c.Ref(img), Files: map[string]string{s.Copies[0].Src: bin}, CABundle: c.CABundle}
-		write := BuildFile
-		if c.Layout {
-			write = BuildLayout
+		var variants []Variant
+		for _, arch := range arches {
+			// the amd64 binary keeps its plain name (the demo and tests run bin/<name>)
+			bin := filepath.Join(c.Out, "bin", img.Name)
+			if arch != "amd64" {
+				bin += "-" + arch
+			}
+			if err := goBuild(ctx, c, img, arch, bin); err != nil {
+				return err
+			}
+			variants = append(variants, Variant{Arch: arch, Files: map[string]string{s.Copies[0].Src: bin}})
 		}
-		if err := write(s, o, c.Tarball(img)); err != nil {
+		o := Options{Tag: c.Ref(img), CABundle: c.CABundle, Labels: c.Labels}
+		if c.Layout {
+			err = BuildLayout(s, o, variants, c.Tarball(img))
+		} else {
+			o.Files = variants[0].Files
+			err = BuildFile(s, o, c.Tarball(img))
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", img.Name, err)
 		}
 	}
 	return nil
 }
 
-func goBuild(ctx context.Context, c Config, img Image, out string) error {
+func goBuild(ctx context.Context, c Config, img Image, arch, out string) error {
 	ldflags := "-s -w"
 	if img.VersionFlag {
 		ldflags += " -X main.version=" + c.Version
@@ -122,7 +152,7 @@ func goBuild(ctx context.Context, c Config, img Image, out string) error {
 	// neither do these, and the same sources give the same digests whatever the checkout.
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", out, img.Package)
 	cmd.Dir = c.Root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", img.Package, err, b)
 	}

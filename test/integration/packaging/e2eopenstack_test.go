@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -42,6 +44,10 @@ import (
 // extension's own code then authenticates with the Secret the script wrote and creates its
 // VIP port and floating IP from the Infrastructure status the script wrote; the sweep must
 // remove exactly those, and leave another cluster's, a user's and untagged resources alone.
+// The node addressing is devstack's: the network also has an IPv6 SLAAC subnet (devstack's
+// default IP_VERSION=4+6), so each node port has an address of both families, and the node's
+// address must be the IPv4 one of the named subnet; the port admits the pod network (kindnet
+// routes pod traffic through it); and the kubelet flags kind wrote get exactly that address.
 func TestE2EScriptOpenStackSteps(t *testing.T) {
 	env := framework.OpenStack(t)
 	if _, err := exec.LookPath("openstack"); err != nil {
@@ -76,6 +82,18 @@ func TestE2EScriptOpenStackSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const podCIDR = "10.244.0.0/16" // kind's default podSubnet, e2e.sh's default
+	scriptOutput := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "e2e", "e2e.sh"), args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("e2e.sh %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
 	script := func(args ...string) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "e2e", "e2e.sh"), args...)
@@ -92,6 +110,22 @@ func TestE2EScriptOpenStackSteps(t *testing.T) {
 			t.Fatalf("e2e.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// devstack's ipv6-private-subnet: SLAAC, so Neutron adds an address of it to every port of
+	// the network, the nodes' too, beside the one of the IPv4 subnet they ask for.
+	slaac, err := subnets.Create(ctx, client, subnets.CreateOpts{
+		NetworkID: env.NetworkID, Name: name + "-v6", IPVersion: gophercloud.IPv6, CIDR: "fd00:e2e:" + fmt.Sprint(1000+rand.Intn(8000)) + "::/64",
+		IPv6AddressMode: "slaac", IPv6RAMode: "slaac",
+	}).Extract()
+	if err != nil {
+		t.Fatalf("an IPv6 SLAAC subnet as devstack's: %v", err)
+	}
+	// registered before the ports' cleanup below, so it runs after it
+	t.Cleanup(func() {
+		if err := subnets.Delete(context.WithoutCancel(ctx), client, slaac.ID).ExtractErr(); err != nil {
+			t.Errorf("deleting the SLAAC subnet %s: %v", slaac.ID, err)
+		}
+	})
+
 	// What a failed run leaves behind goes, the bystanders too.
 	var leftovers []func(context.Context)
 	t.Cleanup(func() {
@@ -152,6 +186,20 @@ func TestE2EScriptOpenStackSteps(t *testing.T) {
 		if p.Name != n || p.NetworkID != network.ID || p.DeviceOwner != "compute:nova" || !slices.Equal(p.SecurityGroups, []string{sg.ID}) {
 			t.Errorf("port %s: name %q network %s device_owner %q security groups %v; want %q, %s, compute:nova, [%s]",
 				p.ID, p.Name, p.NetworkID, p.DeviceOwner, p.SecurityGroups, n, network.ID, sg.ID)
+		}
+		if openstack.PortAddress(p, slaac.ID) == "" {
+			t.Errorf("port %s has no address of the SLAAC subnet (fixed IPs %+v): the test does not stand for devstack's network", p.ID, p.FixedIPs)
+		}
+		if !slices.ContainsFunc(p.AllowedAddressPairs, func(a ports.AddressPair) bool { return a.IPAddress == podCIDR }) {
+			t.Errorf("port %s does not admit the pod network %s (allowed address pairs %+v)", p.ID, podCIDR, p.AllowedAddressPairs)
+		}
+
+		// kind's kubelet flags (its kubeadm template's node-ip, in the order kubeadm writes
+		// them), rewritten to the port's address: one --node-ip, that address.
+		kindFlags := `KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock --node-ip=172.18.0.3 --node-labels= --pod-infra-container-image=registry.k8s.io/pause:3.10 --provider-id=kind://docker/` + name + `/` + n + `"`
+		flags := scriptOutput(kindFlags, "kubelet-flags", rec[3])
+		if got := regexp.MustCompile(`--node-ip=[^ "]*`).FindAllString(flags, -1); !slices.Equal(got, []string{"--node-ip=" + rec[3]}) {
+			t.Errorf("kubelet flags of %s: node IP flags %q, want exactly --node-ip=%s:\n%s", n, got, rec[3], flags)
 		}
 	}
 

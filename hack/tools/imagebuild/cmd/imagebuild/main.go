@@ -5,10 +5,12 @@
 // imagebuild builds the controller, agent and sandbox images from the project's sources
 // without Docker or a registry and writes one docker-archive tarball per image, ready for
 // `ctr -n k8s.io images import`; with -layout, the controller and agent images (what a release
-// publishes) as OCI image layouts, one directory per image.
+// publishes) as OCI image layouts, one directory per image, each an index of the -arch
+// architectures whose images carry the org.opencontainers.image.* labels.
 //
 //	go run ./hack/tools/imagebuild/cmd/imagebuild -o .local/images -version dev
-//	go run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry ghcr.io/<owner> -version v0.1.0
+//	go run ./hack/tools/imagebuild/cmd/imagebuild -layout -o bin/release -registry ghcr.io/<owner> -version v0.1.0 \
+//	  -source https://github.com/<owner>/<repo> -revision $(git rev-parse HEAD)
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gardener/gardener-extension-kube-vip/hack/tools/imagebuild"
@@ -30,7 +33,19 @@ func main() {
 	flag.StringVar(&c.Version, "version", "dev", "image tag and the binaries' version")
 	flag.StringVar(&c.CABundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the images (empty: none)")
 	flag.BoolVar(&c.Layout, "layout", false, "write the release images as OCI image layouts")
+	arches := flag.String("arch", "amd64,arm64", "architectures of a layout, comma-separated")
+	source := flag.String("source", "", "with -layout: the source repository URL (label org.opencontainers.image.source)")
+	revision := flag.String("revision", "", "with -layout: the commit (label org.opencontainers.image.revision)")
+	licenses := flag.String("licenses", "Apache-2.0", "with -layout: the SPDX licence expression (label org.opencontainers.image.licenses)")
 	flag.Parse()
+	if c.Layout {
+		if *source == "" || *revision == "" {
+			fmt.Fprintln(os.Stderr, "imagebuild: -layout needs -source and -revision (the release images' labels)")
+			os.Exit(2)
+		}
+		c.Arches = strings.Split(*arches, ",")
+		c.Labels = imagebuild.OCILabels(*source, *revision, c.Version, *licenses)
+	}
 	images := imagebuild.Images
 	if c.Layout {
 		images = imagebuild.ReleaseImages()
