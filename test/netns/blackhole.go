@@ -90,6 +90,9 @@ type AnswerWatch struct {
 	mu      sync.Mutex
 	answers []Answer
 	err     error
+	// stopped is set by Stop before it closes the socket: the errors of a closed socket
+	// (EBADF on a send under way, a read on a closed file) are then no failure.
+	stopped bool
 }
 
 // watchMAC and watchHost are the watch's own MAC (locally administered) and host number
@@ -191,13 +194,16 @@ func (w *AnswerWatch) read(h *Harness) {
 func (w *AnswerWatch) fail(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err == nil {
+	if w.err == nil && !w.stopped {
 		w.err = err
 	}
 }
 
 // Stop ends the watch and returns every answer in arrival order, and the first error.
 func (w *AnswerWatch) Stop() ([]Answer, error) {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
 	w.cancel()
 	_ = w.conn.Close()
 	w.wg.Wait()
