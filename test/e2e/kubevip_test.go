@@ -467,16 +467,9 @@ func kubeVIPPodOn(t *testing.T, ctx context.Context, node string) *corev1.Pod {
 // dualHolders sums the time the sampler saw the VIP on two or more nodes and returns the
 // longest such stretch.
 func dualHolders(rep netns.SamplerReport) (total, longest time.Duration) {
-	for i, c := range rep.Changes {
-		if len(c.Holders) < 2 {
-			continue
-		}
-		end := rep.End
-		if i+1 < len(rep.Changes) {
-			end = rep.Changes[i+1].At
-		}
-		total += end.Sub(c.At)
-		longest = max(longest, end.Sub(c.At))
+	for _, sp := range rep.TwoHolderSpans() {
+		total += sp.To.Sub(sp.From)
+		longest = max(longest, sp.To.Sub(sp.From))
 	}
 	return total, longest
 }

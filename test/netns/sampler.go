@@ -49,10 +49,13 @@ type SamplerReport struct {
 	FirstError string
 }
 
-// TwoHolders is the time the VIP was on two nodes or more by the sampler's changes
-// (unconfirmed sweeps included).
-func (r SamplerReport) TwoHolders() time.Duration {
-	var total time.Duration
+// Span is a stretch of time.
+type Span struct{ From, To time.Time }
+
+// TwoHolderSpans are the stretches in which the sampler's changes had the VIP on two nodes
+// or more (unconfirmed sweeps included), in order.
+func (r SamplerReport) TwoHolderSpans() []Span {
+	var out []Span
 	for i, c := range r.Changes {
 		if len(c.Holders) < 2 {
 			continue
@@ -61,7 +64,17 @@ func (r SamplerReport) TwoHolders() time.Duration {
 		if i+1 < len(r.Changes) {
 			end = r.Changes[i+1].At
 		}
-		total += end.Sub(c.At)
+		out = append(out, Span{From: c.At, To: end})
+	}
+	return out
+}
+
+// TwoHolders is the time the VIP was on two nodes or more by the sampler's changes
+// (unconfirmed sweeps included).
+func (r SamplerReport) TwoHolders() time.Duration {
+	var total time.Duration
+	for _, s := range r.TwoHolderSpans() {
+		total += s.To.Sub(s.From)
 	}
 	return total
 }

@@ -422,24 +422,17 @@ func outage(pr netns.ProbeResult, faultAt, revertAt time.Time) ([]Window, time.D
 // holders and confirmed it at least once.
 func twoHolderTime(sr netns.SamplerReport, faultAt time.Time) time.Duration {
 	var total time.Duration
-	for i, c := range sr.Changes {
-		if len(c.Holders) < 2 {
-			continue
-		}
-		end := sr.End
-		if i+1 < len(sr.Changes) {
-			end = sr.Changes[i+1].At
-		}
-		start := c.At
+	for _, sp := range sr.TwoHolderSpans() {
+		start := sp.From
 		if start.Before(faultAt) {
 			start = faultAt
 		}
-		if !end.After(start) {
+		if !sp.To.After(start) {
 			continue
 		}
 		for _, o := range sr.Overlaps {
-			if !o.At.Before(c.At) && o.At.Before(end) {
-				total += end.Sub(start)
+			if !o.At.Before(sp.From) && o.At.Before(sp.To) {
+				total += sp.To.Sub(start)
 				break
 			}
 		}
