@@ -80,8 +80,10 @@ func blackholeHolder(ctx context.Context, t *testing.T, h *netns.Harness, old *n
 	if werr != nil {
 		t.Errorf("answer watch: %v", werr)
 	}
-	if len(after) != 1 || two != 0 {
-		t.Errorf("after the heal %v answered for the VIP, two at once for %s; want one answerer", answerNames(h, after), two.Round(time.Millisecond))
+	// Answerers one after another are a handover (the etcd-leader yield may offer the Lease
+	// on after an early taker that leads etcd); two at once is what clients must never see.
+	if len(after) == 0 || two != 0 {
+		t.Errorf("after the heal %v answered for the VIP, two at once for %s; want one at a time", answerNames(h, after), two.Round(time.Millisecond))
 	}
 	if holders, err := h.Holders(); err != nil || len(holders) != 1 {
 		t.Errorf("after the heal: holders %v, %v; want one", netns.Names(holders), err)
