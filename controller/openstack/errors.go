@@ -282,15 +282,17 @@ func oneSentence(msg string) string {
 func WithEveryCode(err error) error {
 	var codes []gardencorev1beta1.ErrorCode
 	var walk func(error)
+	// The walk visits every error of the tree itself, so each node is asserted as it is
+	// (errors.As would stop at the first Coder).
 	walk = func(e error) {
-		if c, ok := e.(v1beta1helper.Coder); ok {
+		if c, ok := e.(v1beta1helper.Coder); ok { //nolint:errorlint // one node of the walk
 			for _, code := range c.Codes() {
 				if !slices.Contains(codes, code) {
 					codes = append(codes, code)
 				}
 			}
 		}
-		switch u := e.(type) {
+		switch u := e.(type) { //nolint:errorlint // unwraps one level of the walk
 		case interface{ Unwrap() error }:
 			walk(u.Unwrap())
 		case interface{ Unwrap() []error }:

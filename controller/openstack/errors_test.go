@@ -93,7 +93,7 @@ func TestEveryCodeOfAJoinIsVisible(t *testing.T) {
 	if WithEveryCode(joined).Error() != joined.Error() {
 		t.Errorf("message changed: %q", WithEveryCode(joined))
 	}
-	if WithEveryCode(fip) != fip {
+	if WithEveryCode(fip) != fip { //nolint:errorlint // the very same error, not wrapped
 		t.Error("a single coded error was wrapped")
 	}
 }
