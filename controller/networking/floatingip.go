@@ -207,7 +207,12 @@ func (s *Service) findOwnedFloatingIP(ctx context.Context, owners FloatingIPOwne
 		if err != nil {
 			return nil, err
 		}
-		for _, fip := range foreign {
+		for i := range foreign {
+			fip := &foreign[i]
+			// A create whose answer was lost may commit after the list above: it is ours.
+			if owners.Of(fip) == FloatingIPOurs {
+				return fip, nil
+			}
 			s.log.Info("Disassociating a floating IP from the VIP port that the extension did not create and the provider config does not name", "floatingIP", fip.FloatingIP)
 			if err := s.neutron.DisassociateFloatingIP(ctx, fip.ID); err != nil {
 				return nil, err

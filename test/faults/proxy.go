@@ -11,6 +11,7 @@ package faults
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,10 @@ const (
 	ResponseLost Kind = "response-lost"
 	// Stall holds the call without forwarding it until the client gives up.
 	Stall Kind = "stall"
-	// LateCommit holds the call until the client gave up and then a later GET of the
-	// same collection (a list) was answered, and forwards it only then: the call commits
-	// after the client's retry has looked for its result (review M1).
+	// LateCommit holds the call until the client gave up and its retry has listed the
+	// same collection, and forwards it right before the retry's next call of that
+	// collection (Fault.CommitBefore): the call commits between two steps of the retry,
+	// after it looked for the result and before it acts on what it found.
 	LateCommit Kind = "late-commit"
 	// Crash calls the proxy's crash hook (which kills the client process) before the call
 	// reaches Neutron and then resets the connection; until Resume, every further call is
@@ -86,6 +88,29 @@ func (c Call) String() string { return c.Method + " " + c.Class }
 type Fault struct {
 	Kind  Kind
 	Index int
+	// CommitBefore is, for LateCommit, the method of the retry's call that the held call
+	// commits before: "" for the next mutating call, http.MethodGet for the next read.
+	CommitBefore string
+}
+
+// lateCommitTimeout bounds how long a held call waits for the retry's next call of its
+// collection; it commits anyway then.
+const lateCommitTimeout = 30 * time.Second
+
+// lateCommit is a held call waiting for the retry's next call of its collection.
+type lateCommit struct {
+	collection string
+	before     func(*http.Request) bool
+	once       sync.Once
+	commit     func()
+	done       chan struct{}
+}
+
+func (l *lateCommit) run() {
+	l.once.Do(func() {
+		l.commit()
+		close(l.done)
+	})
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -102,6 +127,7 @@ type Proxy struct {
 	// OnCrash is called for a Crash fault before the connection is reset.
 	onCrash func()
 	lists   chan string
+	late    *lateCommit
 }
 
 type server struct {
@@ -248,12 +274,15 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 
 		p.mu.Lock()
 		crashed := p.crashed
-		var fault Kind
+		var (
+			fault        Kind
+			commitBefore string
+		)
 		if call.Mutating && !crashed {
 			call.Index = p.mutating
 			p.mutating++
 			if p.fault != nil && p.fault.Index == call.Index {
-				fault = p.fault.Kind
+				fault, commitBefore = p.fault.Kind, p.fault.CommitBefore
 			}
 		}
 		onCrash := p.onCrash
@@ -262,6 +291,9 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		}
 		p.mu.Unlock()
 		call.Fault = fault
+		if l := p.takeLate(r); l != nil {
+			l.run()
+		}
 
 		rec := &statusRecorder{ResponseWriter: w}
 		switch {
@@ -293,9 +325,9 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			<-r.Context().Done()
 			p.drainLists()
 			p.waitForList(collection(call.Class), 2*time.Minute)
-			late := r.Clone(detached{r.Context()})
+			late := r.Clone(context.WithoutCancel(r.Context()))
 			late.Body = io.NopCloser(bytes.NewReader(body))
-			call.Upstream = forward(rp, late)
+			call.Upstream = p.holdUntilNextCall(collection(call.Class), commitBefore, func() int { return forward(rp, late) })
 		default:
 			rp.ServeHTTP(rec, r)
 			if r.Method == http.MethodGet {
@@ -354,14 +386,49 @@ func collection(class string) string {
 	return strings.TrimSuffix(class, "/{id}")
 }
 
-// detached is a context that keeps the values of its parent but is never cancelled, so
-// that a held call is forwarded after its client went away.
-type detached struct{ parent interface{ Value(any) any } }
+// holdUntilNextCall runs commit right before the next call of the collection with the
+// method before ("" for any mutating method) reaches Neutron, or after lateCommitTimeout,
+// and returns its status.
+func (p *Proxy) holdUntilNextCall(collection, before string, commit func() int) int {
+	var status int
+	l := &lateCommit{
+		collection: collection,
+		before: func(r *http.Request) bool {
+			if before == "" {
+				return r.Method != http.MethodGet && r.Method != http.MethodHead
+			}
+			return r.Method == before
+		},
+		commit: func() { status = commit() },
+		done:   make(chan struct{}),
+	}
+	p.mu.Lock()
+	p.late = l
+	p.mu.Unlock()
+	select {
+	case <-l.done:
+	case <-time.After(lateCommitTimeout):
+		p.mu.Lock()
+		if p.late == l {
+			p.late = nil
+		}
+		p.mu.Unlock()
+		l.run()
+	}
+	return status
+}
 
-func (detached) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (detached) Done() <-chan struct{}       { return nil }
-func (detached) Err() error                  { return nil }
-func (d detached) Value(k any) any           { return d.parent.Value(k) }
+// takeLate returns the held call that must commit before r, if any.
+func (p *Proxy) takeLate(r *http.Request) *lateCommit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.late
+	if l == nil || l.collection != collection(PathClass(r.URL.Path)) || !l.before(r) {
+		return nil
+	}
+	p.late = nil
+	return l
+}
 
 type statusRecorder struct {
 	http.ResponseWriter

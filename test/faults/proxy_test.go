@@ -5,13 +5,16 @@
 package faults
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestPathClass(t *testing.T) {
@@ -87,5 +90,59 @@ func TestProxy(t *testing.T) {
 	}
 	if n := executed.Load(); n != 3 {
 		t.Errorf("Neutron executed %d writes, want 3 (a lost response is executed)", n)
+	}
+}
+
+// TestLateCommit checks where a held call lands among its client's retry: after the
+// retry's first list of the collection, right before its next call of the chosen method.
+func TestLateCommit(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	neutron := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		order = append(order, r.Method+" "+r.URL.RawQuery)
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer neutron.Close()
+	p, err := New("http://127.0.0.1:1/v3", neutron.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	call := func(timeout time.Duration, method, query string) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, method, p.NeutronURL()+"/v2.0/floatingips?"+query, strings.NewReader(`{}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}
+	for _, tc := range []struct {
+		before string
+		retry  []string // method and query of the retry's calls
+		want   []string
+	}{
+		{before: http.MethodGet, retry: []string{"GET marked", "GET port", "POST second"}, want: []string{"GET marked", "POST first", "GET port", "POST second"}},
+		{before: "", retry: []string{"GET marked", "GET port", "POST second"}, want: []string{"GET marked", "GET port", "POST first", "POST second"}},
+	} {
+		mu.Lock()
+		order = nil
+		mu.Unlock()
+		p.Arm(&Fault{Kind: LateCommit, Index: 0, CommitBefore: tc.before})
+		call(100*time.Millisecond, http.MethodPost, "first")
+		for _, c := range tc.retry {
+			method, query, _ := strings.Cut(c, " ")
+			call(5*time.Second, method, query)
+		}
+		mu.Lock()
+		got := slices.Clone(order)
+		mu.Unlock()
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("CommitBefore %q: Neutron saw %q, want %q", tc.before, got, tc.want)
+		}
 	}
 }

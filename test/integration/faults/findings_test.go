@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -354,6 +355,32 @@ func TestM1LateCommittedPortCreate(t *testing.T) {
 	}
 	(&observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}).poll(ctx, "the exposure to succeed after reading the ports back", succeeded)
 	assertExact(t, ctx, e, identity, 3)
+}
+
+// TestLateCommittedFloatingIPIsKept: the floating IP create is held until the client timed
+// out, and commits between the retry's two reads: the exposure's marked floating IPs (none
+// yet), then those on the VIP port (now the held one). That one is the exposure's own: the
+// retry must take it, not disassociate it as a stranger's and allocate a second address.
+func TestLateCommittedFloatingIPIsKept(t *testing.T) {
+	e, ctx := begin(t, false)
+	time.Sleep(300 * time.Millisecond)
+	e.proxy.Arm(&faults.Fault{Kind: faults.LateCommit, Index: 1, CommitBefore: http.MethodGet})
+	t.Cleanup(func() { e.proxy.Arm(nil) })
+	exp, identity := createExposure(t, ctx, e, nil, false)
+	o := &observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}
+	o.poll(ctx, "the exposure to succeed", succeeded)
+
+	held := slices.IndexFunc(e.proxy.Calls(), func(c faults.Call) bool { return c.Fault == faults.LateCommit })
+	if held < 0 {
+		t.Fatal("no call was held")
+	}
+	if c := e.proxy.Calls()[held]; c.Method != http.MethodPost || c.Class != "/v2.0/floatingips" || c.Upstream != http.StatusCreated {
+		t.Fatalf("the held call is %s %s with Neutron's answer %d, want the floating IP create, committed (201)", c.Method, c.Class, c.Upstream)
+	}
+	assertExact(t, ctx, e, identity, 0)
+	if len(o.seen) > 0 {
+		t.Errorf("non-retryable errors on the way: %v", o.seen)
+	}
 }
 
 // TestPinnedVIPLateCommittedCreate: with a pinned vipAddress, the VIP port create is held
