@@ -16,13 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gardener/gardener-extension-kube-vip/cmd/gardener-extension-kube-vip/app"
 )
 
 // NewManager returns a controller manager for a test or a harness, not started yet: no
 // metrics or health listener, controller names that may repeat within the process (every
-// test starts its own controllers), and a development logger that writes to log.
+// test starts its own controllers), and a development logger that writes to log. Its
+// clients are configured as the binary's.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, log io.Writer) (manager.Manager, error) {
-	return ctrl.NewManager(cfg, ctrl.Options{
+	return ctrl.NewManager(app.RESTConfig(cfg), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

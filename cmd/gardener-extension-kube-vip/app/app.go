@@ -24,6 +24,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -170,12 +171,25 @@ func ManagerOptions(opts *Options) (manager.Options, error) {
 	return mgrOpts, nil
 }
 
+// RESTConfig returns the config of the controller's clients: without a QPS of its own, it
+// is not throttled on the client side, as controller-runtime's GetConfig does (the
+// kube-apiserver's priority and fairness protects it). client-go's default of 5 requests/s
+// would stretch one agent rollout (about 30 requests) over seconds, and with it the outage
+// of a switch between agent implementations.
+func RESTConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg
+}
+
 func run(ctx context.Context, opts *Options) error {
 	mgrOpts, err := ManagerOptions(opts)
 	if err != nil {
 		return err
 	}
-	mgr, err := manager.New(opts.REST.Completed().Config, mgrOpts)
+	mgr, err := manager.New(RESTConfig(opts.REST.Completed().Config), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("could not instantiate manager: %w", err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
+	"github.com/gardener/gardener-extension-kube-vip/cmd/gardener-extension-kube-vip/app"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
@@ -92,7 +93,8 @@ func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interfac
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	c, err := client.New(n.RESTConfig(), client.Options{Scheme: scheme})
+	// The controller's client settings: the Deployer's requests are not throttled.
+	c, err := client.New(app.RESTConfig(n.RESTConfig()), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +352,15 @@ func podObjects(ctx context.Context, t *testing.T, c client.Client, name string,
 
 // kubeletAndGC plays the garbage collector and the kubelets for the pods of the DaemonSet
 // name: once the DaemonSet is gone, each pod is marked for deletion, stop ends its process
-// (SIGTERM, SIGKILL after the grace period), and the pod object is removed.
-func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*netns.Node), nodes []*netns.Node) error {
+// (SIGTERM, SIGKILL after the grace period), and the pod object is removed. It starts when
+// firstRequeue is closed: a real garbage collector and kubelet take longer than the rest
+// of the Deploy call that deleted the DaemonSet.
+func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*netns.Node), nodes []*netns.Node, firstRequeue <-chan struct{}) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-firstRequeue:
+	}
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &appsv1.DaemonSet{})
 		if apierrors.IsNotFound(err) {
@@ -383,10 +392,16 @@ func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*
 }
 
 // deployUntilDone is the controller's loop: Deploy, and on a requeue try again after the
-// delay asked for. At the first requeue the old agent must still hold the VIP.
-func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *agentrollout.Deployer, spec agentrollout.Spec) int {
+// delay asked for. At the first requeue the old agent must still hold the VIP; then it
+// closes firstRequeue.
+func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *agentrollout.Deployer, spec agentrollout.Spec, firstRequeue chan<- struct{}) int {
 	t.Helper()
 	tries := 0
+	defer func() {
+		if tries == 1 {
+			close(firstRequeue)
+		}
+	}()
 	for {
 		tries++
 		err := d.Deploy(ctx, spec)
@@ -397,8 +412,11 @@ func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *age
 		if !errors.As(err, &requeue) {
 			t.Fatalf("Deploy %s: %v", spec.Implementation, err)
 		}
-		if holders, err := h.Holders(); err == nil && len(holders) == 0 && tries == 1 {
-			t.Errorf("the VIP is down already at the first requeue (%v): the old agent must hold it until its pods stop", requeue)
+		if tries == 1 {
+			if holders, err := h.Holders(); err == nil && len(holders) == 0 {
+				t.Errorf("the VIP is down already at the first requeue (%v): the old agent must hold it until its pods stop", requeue)
+			}
+			close(firstRequeue)
 		}
 		select {
 		case <-ctx.Done():
@@ -476,10 +494,11 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 			_ = p.Stop(5 * time.Second)
 		}
 	}
-	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.Name, stop, h.Nodes()) }()
+	firstRequeue := make(chan struct{})
+	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.Name, stop, h.Nodes(), firstRequeue) }()
 
 	switched := time.Now()
-	tries := deployUntilDone(ctx, t, h, d, kubeVIPSpec(h))
+	tries := deployUntilDone(ctx, t, h, d, kubeVIPSpec(h), firstRequeue)
 	// The kubelets start the new DaemonSet's pods as soon as it exists.
 	for _, n := range h.Nodes() {
 		if p := ac.Agent(n); p != nil && !p.Exited() {
@@ -526,10 +545,11 @@ func TestSwitchBackToKubeVIPAgent(t *testing.T) {
 	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
 	kubelet := make(chan error, 1)
 	stop := func(n *netns.Node) { _ = procs[n].Stop(5 * time.Second) }
-	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.KubeVIPName, stop, h.Nodes()) }()
+	firstRequeue := make(chan struct{})
+	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.KubeVIPName, stop, h.Nodes(), firstRequeue) }()
 
 	switched := time.Now()
-	tries := deployUntilDone(ctx, t, h, d, oursSpec(h))
+	tries := deployUntilDone(ctx, t, h, d, oursSpec(h), firstRequeue)
 	for n, p := range procs {
 		if !p.Exited() {
 			t.Errorf("the kube-vip-agent DaemonSet exists while kube-vip runs on %s", n)
