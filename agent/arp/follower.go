@@ -20,16 +20,24 @@ import (
 // solicitation for IPv6), and records when another host last answered. A holder whose
 // link or node is gone falls silent long before its term runs out; the election takes its
 // Lease early on that silence (election.Config.VIPSilence). It sends no API request.
+//
+// It also hears the other followers' probes, as the holder's Listener does: a follower that
+// heard a peer's stream and then hears none for timing.PeerSilence is cut off itself (a
+// switch or flow-table fault with its carrier up), and forgets the holder it heard, so
+// that it does not take the Lease of a holder that its peers still hear.
 type Prober struct {
 	iface    string
 	vip      netip.Addr
 	onSilent func()
 	log      logr.Logger
-	open     func(iface string, vip netip.Addr) (probe, error) // openProbe; a fake in tests
+	open     func(iface string, vip netip.Addr) (probe, error)    // openProbe; a fake in tests
+	listen   func(iface string, vip netip.Addr) (requests, error) // openRequests; a fake in tests
 
 	mu          sync.Mutex
 	heardAt     time.Time
 	silentSince time.Time
+	// peers is what this follower heard of the other followers' probes.
+	peers Hearing
 	// answers is when each MAC last answered, for Heard; only the last AnswerersWindow
 	// is kept.
 	answers   map[string]time.Time
@@ -39,14 +47,19 @@ type Prober struct {
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
 // silence, when it reaches timing.EarlyTakeoverSilence, so that the election decides then.
 func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *Prober {
-	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openProbe}
+	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openProbe, listen: openRequests}
 }
 
-// Silence returns when another host last answered for the VIP (zero for never), and since
-// when it has been silent while probed (zero while the prober does not probe).
+// Silence returns when another host last answered for the VIP (zero for never, and while
+// this follower is deaf to its peers), and since when it has been silent while probed (zero
+// while the prober does not probe).
 func (p *Prober) Silence() (heardAt, silentSince time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Between the onset and the next tick, which forgets the holder (deafTick).
+	if p.peers.silentFor(time.Now(), timing.PeerSilence) {
+		return time.Time{}, p.silentSince
+	}
 	return p.heardAt, p.silentSince
 }
 
@@ -57,11 +70,18 @@ func (p *Prober) Silence() (heardAt, silentSince time.Time) {
 func (p *Prober) Run(ctx context.Context, active func() bool) {
 	t := time.NewTicker(timing.FollowerProbeInterval)
 	defer t.Stop()
-	var pr probe
+	var (
+		pr    probe
+		peers requests // nil where it cannot be opened: never deaf, as before a peer is heard
+	)
 	closeProbe := func() {
 		if pr != nil {
 			_ = pr.Close()
 			pr = nil
+		}
+		if peers != nil {
+			_ = peers.Close()
+			peers = nil
 		}
 		p.set(time.Time{}, false)
 	}
@@ -83,6 +103,9 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 				p.log.Error(err, "Opening the follower's probe of the VIP failed", "vip", p.vip)
 				continue
 			}
+			if peers, err = p.listen(p.iface, p.vip); err != nil {
+				p.log.Error(err, "Opening the follower's ear on the other followers failed", "vip", p.vip)
+			}
 			p.reopened(time.Now())
 			poked = false
 		}
@@ -101,6 +124,17 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 			p.set(now, true)
 			p.noteAnswers(now, who)
 			poked = false
+		}
+		if peers != nil {
+			macs, err := peers.drain()
+			if err != nil {
+				p.log.Error(err, "Reading the other followers' probes failed", "vip", p.vip)
+				_ = peers.Close()
+				peers = nil
+			}
+			if p.deafTick(now, macs) {
+				poked = false
+			}
 		}
 		if _, since := p.Silence(); !poked && now.Sub(since) >= timing.EarlyTakeoverSilence {
 			poked = true
@@ -125,8 +159,30 @@ func (p *Prober) set(since time.Time, heard bool) {
 func (p *Prober) reopened(since time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.forgetLocked(since)
+}
+
+func (p *Prober) forgetLocked(since time.Time) {
 	p.silentSince, p.heardAt = since, time.Time{}
 	p.heardFrom, p.answers = "", nil
+	p.peers = Hearing{}
+}
+
+// deafTick records the peers' probes heard at now and reports whether this follower went
+// deaf: it heard a peer's stream, and none for timing.PeerSilence. It then forgets what it
+// heard, as after a reopen; only a new stream arms it again.
+func (p *Prober) deafTick(now time.Time, peerMACs []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, mac := range peerMACs {
+		p.peers.Heard(mac, now)
+	}
+	if !p.peers.silentFor(now, timing.PeerSilence) {
+		return false
+	}
+	p.log.Info("No other follower's probe heard; this node is cut off and forgets the holder it heard", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
+	p.forgetLocked(now)
+	return true
 }
 
 // AnswerersWindow is how far back Heard counts the hosts that answered for the VIP.

@@ -9,10 +9,13 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // scriptedProbe answers its first drain with a holder, then fails its send once: the
@@ -53,6 +56,7 @@ func TestProberForgetsWhatItHeardBeforeItReopened(t *testing.T) {
 	var mu sync.Mutex
 	opened := 0
 	p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
+	p.listen = func(string, netip.Addr) (requests, error) { return &segment{}, nil }
 	p.open = func(string, netip.Addr) (probe, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -82,5 +86,73 @@ func TestProberForgetsWhatItHeardBeforeItReopened(t *testing.T) {
 			t.Fatalf("the prober opened %d sockets in 2 s, want 2", n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// segment is a follower's view of its L2 segment: the holder answers each probe and a peer
+// follower probes, until cut.
+type segment struct {
+	holderCut, peerCut *atomic.Bool
+}
+
+func (s *segment) drain() ([]string, error) { return s.heard(s.holderCut, "02:00:00:00:00:01"), nil }
+func (s *segment) send() error              { return nil }
+func (s *segment) Close() error             { return nil }
+
+func (s *segment) heard(cut *atomic.Bool, mac string) []string {
+	if cut == nil || cut.Load() {
+		return nil
+	}
+	return []string{mac}
+}
+
+type peerProbes struct{ segment }
+
+func (p *peerProbes) drain() ([]string, error) { return p.heard(p.peerCut, "02:00:00:00:00:02"), nil }
+
+// A follower cut off at L2 hears neither the holder nor its peer. It must count itself
+// deaf and forget the holder before its silence reaches EarlyTakeoverSilence, so that its
+// early takeover never starts; a follower that still hears its peer while the holder falls
+// silent keeps what it heard, and takes the Lease early.
+func TestProberCutOffForgetsTheHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cutPeer   bool
+		wantHeard bool
+	}{
+		{"the follower is cut: deaf, the holder forgotten", true, false},
+		{"the holder is cut: the peer still heard, the holder's silence counts", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var holderCut, peerCut atomic.Bool
+			seg := segment{holderCut: &holderCut, peerCut: &peerCut}
+			p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
+			p.open = func(string, netip.Addr) (probe, error) { return &seg, nil }
+			p.listen = func(string, netip.Addr) (requests, error) { return &peerProbes{seg}, nil }
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); p.Run(ctx, func() bool { return true }) }()
+			defer func() { cancel(); <-done }()
+
+			time.Sleep(5 * timing.FollowerProbeInterval)
+			if heard, _ := p.Silence(); heard.IsZero() {
+				t.Fatal("the holder was never heard")
+			}
+			cutAt := time.Now()
+			holderCut.Store(true)
+			peerCut.Store(tc.cutPeer)
+			// The last answer was read at most an interval before the cut: the earliest
+			// early takeover is EarlyTakeoverSilence after that.
+			for _, at := range []time.Duration{timing.EarlyTakeoverSilence - timing.FollowerProbeInterval, timing.EarlyTakeoverSilence + timing.FollowerProbeInterval} {
+				time.Sleep(time.Until(cutAt.Add(at)))
+				heard, since := p.Silence()
+				if !heard.IsZero() != tc.wantHeard {
+					t.Fatalf("%s after the cut the holder counts as heard: %v, want %v", at, !heard.IsZero(), tc.wantHeard)
+				}
+				if tc.wantHeard && at > timing.EarlyTakeoverSilence && time.Since(since) < timing.EarlyTakeoverSilence {
+					t.Fatalf("%s after the cut the silence is only %s", at, time.Since(since).Round(time.Millisecond))
+				}
+			}
+		})
 	}
 }

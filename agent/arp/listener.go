@@ -141,7 +141,12 @@ func (h *Hearing) Heard(mac string, now time.Time) {
 // Deaf reports whether a stream was heard and nothing has continued it for
 // timing.FenceSilence.
 func (h *Hearing) Deaf(now time.Time) bool {
-	return !h.streamAt.IsZero() && now.Sub(h.streamAt) >= timing.FenceSilence
+	return h.silentFor(now, timing.FenceSilence)
+}
+
+// silentFor reports whether a stream was heard and nothing has continued it for silence.
+func (h *Hearing) silentFor(now time.Time, silence time.Duration) bool {
+	return !h.streamAt.IsZero() && now.Sub(h.streamAt) >= silence
 }
 
 // openRequests opens the socket that reads other hosts' requests for vip.

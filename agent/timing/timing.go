@@ -73,8 +73,11 @@
 // next step, but a gate that opens again first (the election may sit in a renewal write)
 // must not re-add through the guard alone while a follower's early write is on the wire;
 // the reopening asks for the renewal at once. A follower that heard the holder and then
-// reopened its probe (its link flapped) forgets what it heard, and one whose early write
-// failed tries again only on a silence that began after the failure. A follower that never heard the holder (a fresh holder still in its guard,
+// reopened its probe (its link flapped) forgets what it heard, and so does one that heard
+// another follower's probes and then none for PeerSilence (it is cut off itself, its
+// carrier may be up: its silence is no evidence against the holder, and an early write of
+// its own could commit late, after the heal); one whose early write failed tries again only
+// on a silence that began after the failure. A follower that never heard the holder (a fresh holder still in its guard,
 // a network that filters ARP replies) waits for the expiry, so a misconfigured network
 // cannot make the Lease ping-pong. The case assumes what the guard does (L2 reachability,
 // answers within TakeoverReplyBound), that the follower's own link is up (it probes only
@@ -220,6 +223,13 @@ const (
 	// FenceCheckInterval is how often the holder's listener reads its sockets and checks the
 	// silence: the fence acts at most this late.
 	FenceCheckInterval = 10 * time.Millisecond
+	// PeerSilence is how long a follower that heard another follower's probes may hear no
+	// such probe before it counts itself deaf (its own port cut with the carrier up) and
+	// forgets the holder it heard: its silence is then no evidence against the holder. One
+	// probe lost from a peer (a gap of two intervals), plus half an interval of jitter; with the interval
+	// between reading the peer's last probe and the holder's last answer, it stays below
+	// EarlyTakeoverSilence, so a cut follower never writes early.
+	PeerSilence = 2*FollowerProbeInterval + FollowerProbeInterval/2
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to

@@ -169,3 +169,16 @@ func TestFenceComesBeforeTheEarlyTakeover(t *testing.T) {
 		t.Errorf("the holder may hold the VIP until %s after it last heard a follower, after the earliest early taker's add (%s)", fenced, earliestAdd)
 	}
 }
+
+// A follower cut off at L2 reads its peers' last probe at most one probe interval after
+// the holder's last answer (that answer may be the one to the probe before the cut) and
+// notices its deafness PeerSilence after that: before its early takeover, which comes
+// EarlyTakeoverSilence after the holder's last answer.
+func TestDeafFollowerKnowsBeforeItsEarlyTakeover(t *testing.T) {
+	if deaf := FollowerProbeInterval + PeerSilence; deaf >= EarlyTakeoverSilence {
+		t.Errorf("a cut follower knows it is deaf %s after the holder's last answer, not before its early takeover (%s)", deaf, EarlyTakeoverSilence)
+	}
+	if gap := 2 * FollowerProbeInterval; PeerSilence-gap < FollowerProbeInterval/2 {
+		t.Errorf("PeerSilence %s leaves less than %s above the gap of one lost probe (%s)", PeerSilence, FollowerProbeInterval/2, gap)
+	}
+}
