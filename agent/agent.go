@@ -120,7 +120,7 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 	// stop arriving (keeper.Fence).
 	ear := arp.NewListener(iface, vips, k.Fence, log.WithName("listener"))
 	registerer.MustRegister(newObserverCollector(set, elector.StalledHold))
-	moves, err := newMoveEvents(ctx, restConfig)
+	moves, err := newMoveEvents(ctx, restConfig, cfg.NodeName, log.WithName("events"))
 	if err != nil {
 		return err
 	}

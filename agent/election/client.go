@@ -37,13 +37,23 @@ type restLeases struct {
 
 // NewLeaseClient returns a LeaseClient for the namespace.
 func NewLeaseClient(cfg *rest.Config, namespace string) (LeaseClient, error) {
+	client, scheme, err := NarrowRESTClient(cfg, coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme)
+	if err != nil {
+		return nil, fmt.Errorf("building the Lease client: %w", err)
+	}
+	return &restLeases{client: client, namespace: namespace, codec: runtime.NewParameterCodec(scheme)}, nil
+}
+
+// NarrowRESTClient returns a REST client for the API group version gv whose scheme knows
+// only the types add registers (and the meta types), and that scheme.
+func NarrowRESTClient(cfg *rest.Config, gv schema.GroupVersion, add func(*runtime.Scheme) error) (rest.Interface, *runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	if err := coordinationv1.AddToScheme(scheme); err != nil {
-		return nil, err
+	if err := add(scheme); err != nil {
+		return nil, nil, err
 	}
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &coordinationv1.SchemeGroupVersion
+	c.GroupVersion = &gv
 	c.APIPath = "/apis"
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if c.UserAgent == "" {
@@ -51,9 +61,9 @@ func NewLeaseClient(cfg *rest.Config, namespace string) (LeaseClient, error) {
 	}
 	client, err := rest.RESTClientFor(c)
 	if err != nil {
-		return nil, fmt.Errorf("building the Lease client: %w", err)
+		return nil, nil, err
 	}
-	return &restLeases{client: client, namespace: namespace, codec: runtime.NewParameterCodec(scheme)}, nil
+	return client, scheme, nil
 }
 
 func (l *restLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
