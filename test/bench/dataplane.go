@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -39,6 +40,7 @@ func runDataplane(ctx context.Context, log logr.Logger, o options, agentPath str
 	if err != nil {
 		return err
 	}
+	scenarios = slices.DeleteFunc(slices.Clone(scenarios), func(sc runner.Scenario) bool { return sc.NeedsBridge })
 	started := time.Now()
 	ours := plannedSystem{sys: sut.Agent{Path: agentPath}, runs: func(string) int { return o.runs }}
 	work := filepath.Join(out, "work")

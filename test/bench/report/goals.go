@@ -32,6 +32,12 @@ var Goals = map[string]Goal{
 	"crash-arp-impaired":  {Outage: 500 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.5s, no 2 holders"},
 	"freeze-arp-impaired": {NoTwoHolders: true, Text: "no 2 holders"},
 	"rolling-update":      {NoTwoHolders: true, Text: "no 2 holders"},
+	// Issue 33: partial faults, the carrier up. The outage counts the dark time after the
+	// heal too.
+	"holder-cut-0.6s": {Outage: 600 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.6s, no 2 holders"},
+	"holder-cut-1.5s": {Outage: 600 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.6s, no 2 holders"},
+	"holder-cut-2.5s": {Outage: 600 * time.Millisecond, NoTwoHolders: true, Text: "<= 0.6s, no 2 holders"},
+	"follower-cut-1s": {ZeroOutage: true, NoTwoHolders: true, Text: "0s, no 2 holders"},
 }
 
 // SteadyGoals are the agent's steady-state targets for 3 agents.
@@ -51,6 +57,9 @@ var References = map[string]map[string]string{
 		"crash":          "0s, 2 holders <= 4.5s",
 		"link-down":      "~7.7s",
 		"apiserver-dead": "never moves",
+		// Issue 33's independent harness.
+		"holder-cut-1.5s": "1.55s, no move",
+		"holder-cut-2.5s": "2.59-9.96s",
 	},
 	"keepalived guide": {
 		"graceful":       "~0.6s",

@@ -38,6 +38,8 @@ type Deployment struct {
 	procs    []*netns.Process
 	started  []time.Time
 	restarts int
+	// healed receives the heal of the blackhole in place (Blackhole), nil without one.
+	healed chan error
 }
 
 // Deploy prepares and starts sys on every node; dir receives one directory per node.
@@ -237,4 +239,37 @@ func (d *Deployment) nodeIndex(n *netns.Node) int {
 		}
 	}
 	return -1
+}
+
+// Blackhole cuts node i off at L2 with its carrier up, both ways, and heals the cut dur
+// later, whatever the run does meanwhile; Healed waits for that heal.
+func (d *Deployment) Blackhole(ctx context.Context, i int, dur time.Duration) error {
+	heal, err := d.h.Blackhole(ctx, d.nodes[i], netns.BothWays)
+	if err != nil {
+		return err
+	}
+	healed := make(chan error, 1)
+	time.AfterFunc(dur, func() { healed <- heal(context.WithoutCancel(ctx)) })
+	d.mu.Lock()
+	d.healed = healed
+	d.mu.Unlock()
+	return nil
+}
+
+// Healed waits until the cut of Blackhole healed and returns the heal's error; nil at once
+// without a cut.
+func (d *Deployment) Healed(ctx context.Context) error {
+	d.mu.Lock()
+	healed := d.healed
+	d.healed = nil
+	d.mu.Unlock()
+	if healed == nil {
+		return nil
+	}
+	select {
+	case err := <-healed:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -43,6 +43,32 @@ type Scenario struct {
 	// (sut.EtcdAware) into that state before the fault (Runner.offEtcdLeader). The forced
 	// case has a row of its own (link-down-etcd-leader).
 	SteadyEtcd bool
+	// NeedsBridge marks a fault at the harness's bridge (a blackhole): behind the Neutron
+	// router the nodes' NICs are Neutron ports, and the scenario is not run there.
+	NeedsBridge bool
+}
+
+// healWatch is how long a blackhole scenario watches the healed cluster: past the end of a
+// stalled hold, so that a holder that kept the VIP through the cut is seen answering
+// beside a new one.
+const healWatch = 4 * time.Second
+
+// blackhole is a scenario that cuts the target (by default the holder) off at L2 with its
+// carrier up, both ways (a switch or flow-table fault, a VM migration blip), and heals
+// the cut after cut, whatever the run does meanwhile. The run then watches the healed
+// cluster for healWatch: the outage counts every dark moment from the cut on, the one
+// after the heal included.
+func blackhole(name, who string, cut time.Duration, target func(context.Context, *Deployment, int) (int, error)) Scenario {
+	return Scenario{
+		Name:        name,
+		Title:       fmt.Sprintf("%s cut off at L2 with its carrier up for %s (the bridge drops every frame from and to its port), then healed", who, cut),
+		Fault:       func(ctx context.Context, d *Deployment, i int) error { return d.Blackhole(ctx, i, cut) },
+		Revert:      func(ctx context.Context, d *Deployment, _ int) error { return d.Healed(ctx) },
+		Target:      target,
+		Stay:        cut + healWatch,
+		SteadyEtcd:  target == nil,
+		NeedsBridge: true,
+	}
 }
 
 func signal(sig syscall.Signal) func(context.Context, *Deployment, int) error {
@@ -128,6 +154,12 @@ var Scenarios = []Scenario{
 		// holder's renewals stall meanwhile.
 		Stay: 4 * time.Second,
 	},
+	blackhole("holder-cut-0.6s", "the leader", 600*time.Millisecond, nil),
+	blackhole("holder-cut-1.5s", "the leader", 1500*time.Millisecond, nil),
+	blackhole("holder-cut-2.5s", "the leader", 2500*time.Millisecond, nil),
+	// The etcd leader's node: the hardest follower to cut, as its cut starts an etcd
+	// election and stalls the holder's renewals.
+	blackhole("follower-cut-1s", "the etcd leader's node, while another node holds the VIP,", time.Second, etcdLeaderElsewhere),
 	{
 		Name:      "crash-arp-impaired",
 		Title:     "SIGKILL of the leader's daemon, its ARP and NDP frames delayed 40 ms and 2 % lost",
