@@ -180,7 +180,7 @@ func (p *Prober) deafTick(now time.Time, peerMACs []string) bool {
 	if !p.peers.silentFor(now, timing.PeerSilence) {
 		return false
 	}
-	p.log.Info("No other follower's probe heard; this node is cut off and forgets the holder it heard", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
+	p.log.Info("No other follower's probe heard; forgetting the holder heard, as this node may be cut off (or its peers stopped probing)", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
 	p.forgetLocked(now)
 	return true
 }
