@@ -126,7 +126,7 @@ func TestPreviousReleasesKubeVIPRemoved(t *testing.T) {
 		&coordinationv1.Lease{ObjectMeta: meta(old.lease)},
 		pod,
 	).Build()
-	d := New(c)
+	d := New(c).WithHandoverWait(HandoverTick)
 	kubeVIP := Spec{Namespace: ns, Implementation: v1alpha1.AgentImplementationKubeVIP, Image: "kube-vip:v1.0.0", VIP: "198.18.0.50"}
 
 	if err := d.Deploy(ctx, kubeVIP); err == nil {

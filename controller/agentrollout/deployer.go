@@ -19,27 +19,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	reconcilerutils "github.com/gardener/gardener/pkg/controllerutils/reconciler"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
 
 // Deployer writes, reads and removes the agent's objects in the shoot.
 type Deployer struct {
-	client client.Client
-	reader client.Reader
-	clock  clock.PassiveClock
+	client       client.Client
+	reader       client.Reader
+	clock        clock.PassiveClock
+	handoverWait time.Duration
 }
 
 // New returns a Deployer that writes and reads through c. c must be able to apply, get,
 // list and delete the objects of this package in the target namespace (see
 // docs/design.md, "Agent rollout").
 func New(c client.Client) *Deployer {
-	return &Deployer{client: c, reader: c, clock: clock.RealClock{}}
+	return &Deployer{client: c, reader: c, clock: clock.RealClock{}, handoverWait: DefaultHandoverWait}
 }
 
 // WithClock replaces the real clock (tests). It returns d.
@@ -56,9 +59,26 @@ func (d *Deployer) WithReader(r client.Reader) *Deployer {
 	return d
 }
 
-// HandoverPoll is how soon Deploy asks to be called again while the previous
-// implementation's pods are still stopping.
-const HandoverPoll = 2 * time.Second
+// WithHandoverWait replaces DefaultHandoverWait (tests). It returns d.
+func (d *Deployer) WithHandoverWait(wait time.Duration) *Deployer {
+	d.handoverWait = wait
+	return d
+}
+
+const (
+	// DefaultHandoverWait is how long one Deploy call waits for the previous
+	// implementation's pods to stop. Its old agent drops the VIP when its pod stops, so the
+	// VIP is dark until the new DaemonSet exists: waiting here, instead of asking for a
+	// requeue, starts the new agent within HandoverTick of the last old pod's end (see
+	// podCannotHoldVIP).
+	DefaultHandoverWait = 10 * time.Second
+	// HandoverTick is how often Deploy looks again while it waits.
+	HandoverTick = 200 * time.Millisecond
+	// HandoverPoll is how soon Deploy asks to be called again when the previous
+	// implementation's pods are still there after the handover wait (a node that does not
+	// confirm its pod's deletion).
+	HandoverPoll = 2 * time.Second
+)
 
 // Deploy creates or updates the ServiceAccount, Role, RoleBinding, Lease, metrics Service (see
 // metricsService), ServiceMonitor and PrometheusRule (see applyMonitoring) and DaemonSet of
@@ -66,13 +86,23 @@ const HandoverPoll = 2 * time.Second
 // removed from the objects; a changed spec (image, timings, VIP) rolls the DaemonSet one
 // node at a time.
 //
-// Before it writes anything, it removes the other implementation (as Delete does) and
+// Before it writes the DaemonSet, it removes the other implementation (as Delete does) and
 // waits until none of its pods can hold the VIP any more: two implementations never run
-// at once, as they do not see each other's Lease. While it waits it returns a
-// RequeueAfterError of HandoverPoll.
+// at once, as they do not see each other's Lease. It waits up to the handover wait (see
+// DefaultHandoverWait), then returns a RequeueAfterError of HandoverPoll. The objects that
+// run nothing are written before that wait, so that the VIP, dark from the old agent's
+// stop on, waits for the DaemonSet alone.
 func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 	if err := spec.Validate(); err != nil {
 		return fmt.Errorf("invalid agent spec: %w", err)
+	}
+	names := spec.names()
+	absent, err := d.refuseForeign(ctx, append(names.supporting(spec.Namespace), names.daemonSetRef(spec.Namespace)))
+	if err != nil {
+		return err
+	}
+	if err := d.applySupporting(ctx, spec.Namespace, names, absent); err != nil {
+		return err
 	}
 	for _, other := range others(spec.implementation()) {
 		present, err := d.present(ctx, spec.Namespace, other)
@@ -82,7 +112,7 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		if !present {
 			continue
 		}
-		gone, err := d.remove(ctx, spec.Namespace, other)
+		gone, err := d.awaitRemoval(ctx, spec.Namespace, other)
 		if err != nil {
 			return err
 		}
@@ -93,8 +123,20 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 			}
 		}
 	}
-	names := spec.names()
-	if err := d.refuseForeign(ctx, append(names.supporting(spec.Namespace), names.daemonSetRef(spec.Namespace))); err != nil {
+	if err := d.apply(ctx, "DaemonSet", spec.Namespace, names, spec.daemonSet()); err != nil {
+		return err
+	}
+	if !names.hasMetricsService {
+		return nil
+	}
+	return d.applyMonitoring(ctx, spec.Namespace, names)
+}
+
+// applySupporting writes the agent's objects besides its DaemonSet and monitoring. absent
+// are those refuseForeign did not find.
+func (d *Deployer) applySupporting(ctx context.Context, namespace string, names objectNames, absent map[ref]bool) error {
+	// Before the DaemonSet: the agents may not create the Lease.
+	if err := d.createFreeLease(ctx, namespace, names, absent); err != nil {
 		return err
 	}
 	type object struct {
@@ -102,30 +144,55 @@ func (d *Deployer) Deploy(ctx context.Context, spec Spec) error {
 		obj             runtime.ApplyConfiguration
 	}
 	objects := []object{
-		{"ServiceAccount", spec.Namespace, names.serviceAccount(spec.Namespace)},
-		{"Role", spec.Namespace, names.role(spec.Namespace)},
-		{"RoleBinding", spec.Namespace, names.roleBinding(spec.Namespace)},
-		// Before the DaemonSet: the agents may not create it.
-		{"Lease", spec.Namespace, names.leaseObject(spec.Namespace)},
+		{"ServiceAccount", namespace, names.serviceAccount(namespace)},
+		{"Role", namespace, names.role(namespace)},
+		{"RoleBinding", namespace, names.roleBinding(namespace)},
+		{"Lease", namespace, names.leaseObject(namespace)},
 	}
 	if names.readsPeers {
 		objects = append(objects,
 			object{"Role", PeerNamespace, names.peerRole()},
-			object{"RoleBinding", PeerNamespace, names.peerRoleBinding(spec.Namespace)})
+			object{"RoleBinding", PeerNamespace, names.peerRoleBinding(namespace)})
 	}
 	if names.hasMetricsService {
-		objects = append(objects, object{"Service", spec.Namespace, names.metricsService(spec.Namespace)})
+		objects = append(objects, object{"Service", namespace, names.metricsService(namespace)})
 	}
-	objects = append(objects, object{"DaemonSet", spec.Namespace, spec.daemonSet()})
 	for _, o := range objects {
-		if err := d.client.Apply(ctx, o.obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.kind, o.namespace, names.name, err)
+		if err := d.apply(ctx, o.kind, o.namespace, names, o.obj); err != nil {
+			return err
 		}
 	}
-	if !names.hasMetricsService {
+	return nil
+}
+
+// createFreeLease creates kube-vip-agent's missing Lease as a release record when no pod of
+// the agent exists: nobody holds the VIP, and the first agent takes the Lease at once
+// instead of waiting a lease duration for it to expire, as it must for a Lease without a
+// holder of unknown history (one deleted under a running agent). The apply that follows
+// adds the labels. Upstream kube-vip takes a Lease without a holder at once anyway.
+func (d *Deployer) createFreeLease(ctx context.Context, namespace string, names objectNames, absent map[ref]bool) error {
+	if !names.takesReleases || !absent[ref{leaseGVK, namespace, names.lease}] {
 		return nil
 	}
-	return d.applyMonitoring(ctx, spec.Namespace, names)
+	if pods, err := d.pods(ctx, namespace, names, client.Limit(1)); err != nil || len(pods) > 0 {
+		return err
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: names.lease, Labels: names.labels(),
+		Annotations: map[string]string{election.ReleasedByAnnotation: FieldOwner},
+	}}
+	if err := d.client.Create(ctx, lease, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
+		return fmt.Errorf("creating Lease %s/%s: %w", namespace, names.lease, err)
+	}
+	return nil
+}
+
+// apply writes one of the agent's objects with server-side apply.
+func (d *Deployer) apply(ctx context.Context, kind, namespace string, names objectNames, obj runtime.ApplyConfiguration) error {
+	if err := d.client.Apply(ctx, obj, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", kind, namespace, names.name, err)
+	}
+	return nil
 }
 
 // applyMonitoring writes the agent's ServiceMonitor and PrometheusRule where the cluster
@@ -210,6 +277,23 @@ func (d *Deployer) remove(ctx context.Context, namespace string, names objectNam
 	return true, nil
 }
 
+// awaitRemoval is remove, repeated every HandoverTick until the implementation is gone
+// or the handover wait has passed.
+func (d *Deployer) awaitRemoval(ctx context.Context, namespace string, names objectNames) (bool, error) {
+	gone := false
+	// remove gets ctx, not the poll's context: a request cut off by the wait's deadline is
+	// no error, just the end of the wait.
+	err := wait.PollUntilContextTimeout(ctx, HandoverTick, d.handoverWait, true, func(context.Context) (bool, error) {
+		var err error
+		gone, err = d.remove(ctx, namespace, names)
+		return gone, err
+	})
+	if err != nil && !wait.Interrupted(err) {
+		return false, err
+	}
+	return gone, nil
+}
+
 // pods lists the pods of one agent: by its name and the extension's label, so that a
 // user's pods of the same app name are never counted.
 func (d *Deployer) pods(ctx context.Context, namespace string, names objectNames, opts ...client.ListOption) ([]corev1.Pod, error) {
@@ -277,6 +361,19 @@ func (d *Deployer) Status(ctx context.Context, namespace string) (*v1alpha1.Agen
 	return status, nil
 }
 
+// exitedCleanly tells whether every container of pod has exited with code 0.
+func exitedCleanly(pod *corev1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) < len(pod.Spec.Containers) || len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrLeaseMissing is Status's error when the Lease of a running DaemonSet is gone: nobody can
 // hold the VIP until Deploy creates it again.
 var ErrLeaseMissing = errors.New("the agents' Lease is missing")
@@ -290,9 +387,15 @@ var ErrLeaseMissing = errors.New("the agents' Lease is missing")
 // server loses its Role and RoleBinding right after (Delete removes them) and drops the
 // VIP within its renew deadline. Upstream kube-vip sets no kernel lifetime, so for its pods
 // only the lease duration counts; a frozen kube-vip holds the VIP until it is killed.
+// Before all that, a pod whose containers all exited with code 0 cannot hold it: either
+// agent exits so only after its SIGTERM handling removed the VIP, a second or more before
+// its kubelet has torn the pod down and the pod object is removed.
 func podCannotHoldVIP(pod *corev1.Pod, now time.Time) bool {
 	if pod.DeletionTimestamp == nil {
 		return false
+	}
+	if exitedCleanly(pod) {
+		return true
 	}
 	var grace time.Duration
 	if pod.DeletionGracePeriodSeconds != nil {

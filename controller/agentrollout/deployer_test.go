@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 )
 
 func TestPodCannotHoldVIP(t *testing.T) {
@@ -24,6 +28,12 @@ func TestPodCannotHoldVIP(t *testing.T) {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Args: args}}},
 		}
 	}
+	exited := func(code int32) *corev1.Pod {
+		p := pod()
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: Name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
+		return p
+	}
+	restarting := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: Name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}}}
 	for _, tc := range []struct {
 		name  string
 		pod   *corev1.Pod
@@ -31,6 +41,11 @@ func TestPodCannotHoldVIP(t *testing.T) {
 		want  bool
 	}{
 		{"running pod", &corev1.Pod{}, time.Hour, false},
+		// A container restarted by its kubelet: only a terminating pod's exit counts.
+		{"running pod with an exited container", restarting, time.Hour, false},
+		{"terminating, exited with 0", exited(0), 0, true},
+		{"terminating, killed at the end of its grace period", exited(137), 6800 * time.Millisecond, false},
+		{"terminating, no container status yet", pod(), time.Second, false},
 		{"within grace and VIP lifetime", pod(), 6800 * time.Millisecond, false},
 		{"after grace and default VIP lifetime", pod(), 7100 * time.Millisecond, true},
 		{"longer configured lease", pod("--lease-duration=30s"), 20 * time.Second, false},
@@ -71,5 +86,46 @@ func TestDeleteStuckPod(t *testing.T) {
 	gone, err = d.Delete(ctx, "kube-system")
 	if err != nil || !gone {
 		t.Fatalf("Delete after grace period and VIP lifetime = %v, %v; want gone", gone, err)
+	}
+}
+
+// TestDeployCreatesAFreeLease: kube-vip-agent's Lease, created where no agent pod exists, is
+// a release record, which the first agent takes at once; created under running agents (it
+// was deleted out of band) or found, it is no release.
+func TestDeployCreatesAFreeLease(t *testing.T) {
+	ctx := context.Background()
+	const ns = "kube-system"
+	spec := Spec{Namespace: ns, Image: "agent", VIP: "198.18.0.50"}
+	agentPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
+	}
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: ns, Labels: kubeVIPAgentNames().labels()},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node1")},
+	}
+	for _, tc := range []struct {
+		name     string
+		existing []client.Object
+		want     string
+	}{
+		{"no agent pod, no Lease", nil, FieldOwner},
+		{"Lease deleted under a running agent", []client.Object{agentPod}, ""},
+		{"Lease held", []client.Object{held}, ""},
+	} {
+		c := fake.NewClientBuilder().WithObjects(tc.existing...).Build()
+		if err := New(c).Deploy(ctx, spec); err != nil {
+			t.Fatalf("%s: Deploy: %v", tc.name, err)
+		}
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaseName}, lease); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := lease.Annotations[election.ReleasedByAnnotation]; got != tc.want {
+			t.Errorf("%s: the Lease's %s is %q, want %q", tc.name, election.ReleasedByAnnotation, got, tc.want)
+		}
+		if !Owned(lease) {
+			t.Errorf("%s: the Lease has no label %s", tc.name, LabelManagedBy)
+		}
 	}
 }

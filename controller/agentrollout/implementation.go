@@ -25,6 +25,9 @@ type objectNames struct {
 	// hasMetricsService tells whether the agent's metrics are reachable from the cluster (on
 	// the node's address) and get a Service; upstream kube-vip serves its own on loopback.
 	hasMetricsService bool
+	// takesReleases tells whether the agents take a Lease without a holder only when it is
+	// a release record (election.ReleasedByAnnotation), see createFreeLease.
+	takesReleases bool
 }
 
 // kubeVIPAgentNames and kubeVIPNames name the two implementations' objects; they differ,
@@ -32,7 +35,7 @@ type objectNames struct {
 // carry a prefix of their own, as a user's own kube-vip (its Helm chart's release
 // `kube-vip`) may live in the same namespace.
 func kubeVIPAgentNames() objectNames {
-	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true, hasMetricsService: true}
+	return objectNames{implementation: v1alpha1.AgentImplementationKubeVIPAgent, name: Name, lease: LeaseName, watchLease: true, readsPeers: true, hasMetricsService: true, takesReleases: true}
 }
 
 func kubeVIPNames() objectNames {

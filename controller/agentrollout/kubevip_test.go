@@ -161,6 +161,40 @@ func TestValidateImplementation(t *testing.T) {
 	}
 }
 
+// TestDeployWaitsForTheOldPodsToStop: a pod of the old implementation that goes away while
+// Deploy waits lets the same Deploy call write the new DaemonSet, within a tick or two of
+// its removal, rather than at a requeue.
+func TestDeployWaitsForTheOldPodsToStop(t *testing.T) {
+	ctx := context.Background()
+	ns := "kube-system"
+	running := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
+	}
+	c := fake.NewClientBuilder().WithObjects(running).Build()
+	const stopsAfter = 500 * time.Millisecond
+	removed := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(stopsAfter)
+		if err := c.Delete(ctx, running); err != nil {
+			t.Error(err)
+		}
+		removed <- time.Now()
+	}()
+
+	err := New(c).Deploy(ctx, Spec{Namespace: ns, Implementation: v1alpha1.AgentImplementationKubeVIP, Image: "kube-vip:v1.0.0", VIP: "198.18.0.50"})
+	returned := time.Now()
+	if err != nil {
+		t.Fatalf("Deploy while the old pod stops within the handover wait = %v, want nil", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: KubeVIPName}, &appsv1.DaemonSet{}); err != nil {
+		t.Fatalf("the kube-vip DaemonSet: %v", err)
+	}
+	if lag := returned.Sub(<-removed); lag > 2*HandoverTick {
+		t.Errorf("Deploy wrote the new DaemonSet %s after the old pod was gone, want at most %s", lag, 2*HandoverTick)
+	}
+}
+
 // TestDeployHandsOver: the new implementation's DaemonSet is written only when no pod of
 // the old one is left.
 func TestDeployHandsOver(t *testing.T) {
@@ -177,7 +211,7 @@ func TestDeployHandsOver(t *testing.T) {
 			return c.Delete(ctx, obj, opts...)
 		},
 	}).Build()
-	d := New(c)
+	d := New(c).WithHandoverWait(3 * HandoverTick)
 	spec := Spec{Namespace: ns, Implementation: v1alpha1.AgentImplementationKubeVIP, Image: "kube-vip:v1.0.0", VIP: "198.18.0.50"}
 
 	err := d.Deploy(ctx, spec)

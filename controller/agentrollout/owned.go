@@ -100,18 +100,21 @@ func (d *Deployer) deleteOwned(ctx context.Context, r ref, opts ...client.Delete
 	return nil
 }
 
-// refuseForeign returns ErrNotOurs when one of refs exists without the extension's label.
-func (d *Deployer) refuseForeign(ctx context.Context, refs []ref) error {
+// refuseForeign returns ErrNotOurs when one of refs exists without the extension's label,
+// and otherwise the refs that do not exist.
+func (d *Deployer) refuseForeign(ctx context.Context, refs []ref) (absent map[ref]bool, err error) {
+	absent = map[ref]bool{}
 	for _, r := range refs {
 		obj := r.metadata()
 		err := d.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			absent[r] = true
 		case err != nil:
-			return fmt.Errorf("reading %s: %w", r, err)
+			return nil, fmt.Errorf("reading %s: %w", r, err)
 		case !Owned(obj):
-			return fmt.Errorf("%w: %s has no label %s=%s; rename or remove it", ErrNotOurs, r, LabelManagedBy, ManagedByValue)
+			return nil, fmt.Errorf("%w: %s has no label %s=%s; rename or remove it", ErrNotOurs, r, LabelManagedBy, ManagedByValue)
 		}
 	}
-	return nil
+	return absent, nil
 }

@@ -83,10 +83,15 @@ const (
 	// retry periods, and adds the VIP on its next ARP tick.
 	failoverBound = leaseDuration + 3*retryPeriod + arpTick
 	// switchBound is the outage of a switch between the implementations without image pull
-	// and kubelet start: the controller tries again after HandoverPoll, the new agent
-	// starts and wins its fresh Lease at once; kube-vip adds the VIP on its next ARP tick;
-	// kube-vip's lease duration covers the start.
-	switchBound = agentrollout.HandoverPoll + leaseDuration + arpTick
+	// and kubelet start: the controller, waiting for the old pods, writes the new DaemonSet
+	// within a HandoverTick of the last one's removal; the new agent starts and wins its
+	// fresh Lease at once; kube-vip adds the VIP on its next ARP tick; kube-vip's lease
+	// duration covers the start.
+	switchBound = agentrollout.HandoverTick + leaseDuration + arpTick
+	// switchBackBound is the same for kube-vip-agent: the controller creates its Lease as a
+	// release record, which the first agent takes at once; a second covers the agent's
+	// start, its first health probe and the takeover guard.
+	switchBackBound = agentrollout.HandoverTick + time.Second
 )
 
 func newClients(t *testing.T, n *netns.Node) (client.Client, kubernetes.Interface) {
@@ -352,15 +357,10 @@ func podObjects(ctx context.Context, t *testing.T, c client.Client, name string,
 
 // kubeletAndGC plays the garbage collector and the kubelets for the pods of the DaemonSet
 // name: once the DaemonSet is gone, each pod is marked for deletion, stop ends its process
-// (SIGTERM, SIGKILL after the grace period), and the pod object is removed. It starts when
-// firstRequeue is closed: a real garbage collector and kubelet take longer than the rest
-// of the Deploy call that deleted the DaemonSet.
-func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*netns.Node), nodes []*netns.Node, firstRequeue <-chan struct{}) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-firstRequeue:
-	}
+// (SIGTERM, SIGKILL after the grace period), and the pod object is removed. Until the
+// first process is stopped the old agent must still hold the VIP: the Deployer takes
+// nothing from it while it waits for the pods.
+func kubeletAndGC(ctx context.Context, c client.Client, h *netns.Harness, name string, stop func(*netns.Node)) error {
 	for {
 		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &appsv1.DaemonSet{})
 		if apierrors.IsNotFound(err) {
@@ -372,8 +372,17 @@ func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	errs := make(chan error, len(nodes))
-	for _, n := range nodes {
+	// As a real garbage collector and kubelet: the pods stop a while after their DaemonSet.
+	time.Sleep(500 * time.Millisecond)
+	holders, err := h.Holders()
+	if err != nil {
+		return fmt.Errorf("reading the VIP's holders: %w", err)
+	}
+	if len(holders) == 0 {
+		return errors.New("the VIP is down before the old pods stop: the old agent must hold it until then")
+	}
+	errs := make(chan error, len(h.Nodes()))
+	for _, n := range h.Nodes() {
 		go func() {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-" + n.Name()}}
 			if err := c.Delete(ctx, pod); err != nil {
@@ -385,25 +394,17 @@ func kubeletAndGC(ctx context.Context, c client.Client, name string, stop func(*
 		}()
 	}
 	var all []error
-	for range nodes {
+	for range h.Nodes() {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
 }
 
 // deployUntilDone is the controller's loop: Deploy, and on a requeue try again after the
-// delay asked for. At the first requeue the old agent must still hold the VIP; then it
-// closes firstRequeue.
-func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *agentrollout.Deployer, spec agentrollout.Spec, firstRequeue chan<- struct{}) int {
+// delay asked for. It returns the number of Deploy calls.
+func deployUntilDone(ctx context.Context, t *testing.T, d *agentrollout.Deployer, spec agentrollout.Spec) int {
 	t.Helper()
-	tries := 0
-	defer func() {
-		if tries == 1 {
-			close(firstRequeue)
-		}
-	}()
-	for {
-		tries++
+	for tries := 1; ; tries++ {
 		err := d.Deploy(ctx, spec)
 		if err == nil {
 			return tries
@@ -411,12 +412,6 @@ func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *age
 		var requeue *reconcilerutils.RequeueAfterError
 		if !errors.As(err, &requeue) {
 			t.Fatalf("Deploy %s: %v", spec.Implementation, err)
-		}
-		if tries == 1 {
-			if holders, err := h.Holders(); err == nil && len(holders) == 0 {
-				t.Errorf("the VIP is down already at the first requeue (%v): the old agent must hold it until its pods stop", requeue)
-			}
-			close(firstRequeue)
 		}
 		select {
 		case <-ctx.Done():
@@ -426,14 +421,31 @@ func deployUntilDone(ctx context.Context, t *testing.T, h *netns.Harness, d *age
 	}
 }
 
-// finishSwitch waits until the client reaches the VIP again, stops the prober and the
-// sampler, and checks that no two nodes held the VIP and the outage stayed in the bound.
-func finishSwitch(ctx context.Context, t *testing.T, h *netns.Harness, prober *netns.Prober, sampler *netns.HolderSampler, what string, switched time.Time) {
+// switchWatch is a client probing the VIP and a holder sampler, started before a switch.
+type switchWatch struct {
+	h       *netns.Harness
+	prober  *netns.Prober
+	sampler *netns.HolderSampler
+	started time.Time
+}
+
+func watchSwitch(ctx context.Context, t *testing.T, h *netns.Harness) *switchWatch {
+	t.Helper()
+	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &switchWatch{h: h, prober: prober, sampler: h.StartHolderSampler(ctx, netns.SamplerOptions{}), started: time.Now()}
+}
+
+// finish waits until the client reaches the VIP again, stops the prober and the sampler,
+// and checks that no two nodes held the VIP and the outage stayed within bound.
+func (w *switchWatch) finish(ctx context.Context, t *testing.T, what string, bound time.Duration) {
 	t.Helper()
 	answered := time.Now()
 	for {
 		dialCtx, dialCancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		conn, err := h.Client().DialContext(dialCtx, "tcp", netip.AddrPortFrom(h.VIP(), 6443).String())
+		conn, err := w.h.Client().DialContext(dialCtx, "tcp", netip.AddrPortFrom(w.h.VIP(), 6443).String())
 		dialCancel()
 		if err == nil {
 			conn.Close()
@@ -445,8 +457,8 @@ func finishSwitch(ctx context.Context, t *testing.T, h *netns.Harness, prober *n
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
-	res := prober.Stop()
-	report := sampler.Stop()
+	res := w.prober.Stop()
+	report := w.sampler.Stop()
 	var outage time.Duration
 	for _, o := range res.Outages {
 		if o.Open() {
@@ -455,12 +467,12 @@ func finishSwitch(ctx context.Context, t *testing.T, h *netns.Harness, prober *n
 		outage += o.Duration()
 	}
 	t.Logf("switch %s: %s until the client follows; outage %s in %d run(s) (bound %s); max holders %d",
-		what, time.Since(switched).Round(time.Millisecond), outage.Round(time.Millisecond), len(res.Outages), switchBound, report.MaxHolders())
+		what, time.Since(w.started).Round(time.Millisecond), outage.Round(time.Millisecond), len(res.Outages), bound, report.MaxHolders())
 	if report.MaxHolders() > 1 || len(report.Overlaps) > 0 {
 		t.Errorf("two holders during the switch: %+v", report.Overlaps)
 	}
-	if outage > switchBound {
-		t.Errorf("the switch interrupted the VIP for %s, more than the documented %s", outage.Round(time.Millisecond), switchBound)
+	if outage > bound {
+		t.Errorf("the switch interrupted the VIP for %s, more than the documented %s", outage.Round(time.Millisecond), bound)
 	}
 }
 
@@ -483,22 +495,16 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	w := watchSwitch(ctx, t, h)
 	kubelet := make(chan error, 1)
 	stop := func(n *netns.Node) {
 		if p := ac.Agent(n); p != nil {
 			_ = p.Stop(5 * time.Second)
 		}
 	}
-	firstRequeue := make(chan struct{})
-	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.Name, stop, h.Nodes(), firstRequeue) }()
+	go func() { kubelet <- kubeletAndGC(ctx, c, h, agentrollout.Name, stop) }()
 
-	switched := time.Now()
-	tries := deployUntilDone(ctx, t, h, d, kubeVIPSpec(h), firstRequeue)
+	tries := deployUntilDone(ctx, t, d, kubeVIPSpec(h))
 	// The kubelets start the new DaemonSet's pods as soon as it exists.
 	for _, n := range h.Nodes() {
 		if p := ac.Agent(n); p != nil && !p.Exited() {
@@ -520,7 +526,7 @@ func TestSwitchFromKubeVIPAgent(t *testing.T) {
 	upCtx, upCancel := context.WithTimeout(ctx, 30*time.Second)
 	leader := waitLeader(upCtx, t, h, cs, nil)
 	upCancel()
-	finishSwitch(ctx, t, h, prober, sampler, fmt.Sprintf("kube-vip-agent (%s) -> kube-vip (%s), %d Deploy calls", old, leader, tries), switched)
+	w.finish(ctx, t, fmt.Sprintf("kube-vip-agent (%s) -> kube-vip (%s), %d Deploy calls", old, leader, tries), switchBound)
 }
 
 // TestSwitchBackToKubeVIPAgent switches from kube-vip back to kube-vip-agent, the same way.
@@ -538,18 +544,12 @@ func TestSwitchBackToKubeVIPAgent(t *testing.T) {
 	old := waitLeader(upCtx, t, h, cs, nil)
 	upCancel()
 
-	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Mode: netns.ProbeTCP, Duration: 2 * time.Minute, Interval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	w := watchSwitch(ctx, t, h)
 	kubelet := make(chan error, 1)
 	stop := func(n *netns.Node) { _ = procs[n].Stop(5 * time.Second) }
-	firstRequeue := make(chan struct{})
-	go func() { kubelet <- kubeletAndGC(ctx, c, agentrollout.KubeVIPName, stop, h.Nodes(), firstRequeue) }()
+	go func() { kubelet <- kubeletAndGC(ctx, c, h, agentrollout.KubeVIPName, stop) }()
 
-	switched := time.Now()
-	tries := deployUntilDone(ctx, t, h, d, oursSpec(h), firstRequeue)
+	tries := deployUntilDone(ctx, t, d, oursSpec(h))
 	for n, p := range procs {
 		if !p.Exited() {
 			t.Errorf("the kube-vip-agent DaemonSet exists while kube-vip runs on %s", n)
@@ -572,5 +572,5 @@ func TestSwitchBackToKubeVIPAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finishSwitch(ctx, t, h, prober, sampler, fmt.Sprintf("kube-vip (%s) -> kube-vip-agent (%s), %d Deploy calls", old, leader, tries), switched)
+	w.finish(ctx, t, fmt.Sprintf("kube-vip (%s) -> kube-vip-agent (%s), %d Deploy calls", old, leader, tries), switchBackBound)
 }
