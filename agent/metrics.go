@@ -166,6 +166,9 @@ type followerView interface {
 	// last answered (or since probing began) and the distinct MACs that answered in the
 	// last arp.AnswerersWindow; probing is false otherwise.
 	heard() (lastHeardSeconds float64, answerers int, probing bool)
+	// cutOffs is how often this node, as a follower, heard its peers' probes stop (it may
+	// have been cut off on L2 with its carrier up; a peer that becomes holder stops too).
+	cutOffs() int
 }
 
 // observerCollector exports the follower prober's view (only while it probes, so that
@@ -175,6 +178,7 @@ type observerCollector struct {
 	stalledHold func() time.Duration
 	lastHeard   *prometheus.Desc
 	answerers   *prometheus.Desc
+	cutOffs     *prometheus.Desc
 	stalled     *prometheus.Desc
 }
 
@@ -185,6 +189,8 @@ func newObserverCollector(view followerView, stalledHold func() time.Duration) *
 			"Seconds since another host last answered this follower's probe of the VIP (since probing began if none did); only while this node probes as an eligible follower.", nil, nil),
 		answerers: prometheus.NewDesc("kube_vip_agent_vip_answerers",
 			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes as an eligible follower.", nil, nil),
+		cutOffs: prometheus.NewDesc("kube_vip_agent_follower_cut_offs_total",
+			"Times this node, as a follower, heard the other followers' probes of the VIP stop for 250 ms and so forgot the holder it heard: its L2 path may drop frames with the carrier up (a switch, OVS flow or security-group fault); a peer that becomes holder, or stops, also stops probing.", nil, nil),
 		stalled: prometheus.NewDesc("kube_vip_agent_stalled_hold_seconds",
 			"Seconds this leader has held its term through stalled renewals (an etcd election), 0 when it does not; the hold ends by its bound (timing.StalledWriteHold after the term).", nil, nil),
 	}
@@ -193,6 +199,7 @@ func newObserverCollector(view followerView, stalledHold func() time.Duration) *
 func (c *observerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lastHeard
 	ch <- c.answerers
+	ch <- c.cutOffs
 	ch <- c.stalled
 }
 
@@ -201,5 +208,6 @@ func (c *observerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lastHeard, prometheus.GaugeValue, seconds)
 		ch <- prometheus.MustNewConstMetric(c.answerers, prometheus.GaugeValue, float64(answerers))
 	}
+	ch <- prometheus.MustNewConstMetric(c.cutOffs, prometheus.CounterValue, float64(c.view.cutOffs()))
 	ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, c.stalledHold().Seconds())
 }

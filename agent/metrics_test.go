@@ -46,14 +46,16 @@ type heardView struct {
 	seconds   float64
 	answerers int
 	probing   bool
+	cuts      int
 }
 
 func (h heardView) heard() (float64, int, bool) { return h.seconds, h.answerers, h.probing }
+func (h heardView) cutOffs() int                { return h.cuts }
 
 // The follower's view is exported only while it probes, so that the minimum over the nodes
-// is what the eligible followers hear; the stalled hold always.
+// is what the eligible followers hear; the stalled hold and the count of cut-offs always.
 func TestObserverMetricsOnlyWhileProbing(t *testing.T) {
-	for _, view := range []heardView{{12.5, 2, true}, {0, 0, false}} {
+	for _, view := range []heardView{{12.5, 2, true, 3}, {0, 0, false, 3}} {
 		registry := prometheus.NewRegistry()
 		registry.MustRegister(newObserverCollector(view, func() time.Duration { return 1500 * time.Millisecond }))
 		families, err := registry.Gather()
@@ -62,9 +64,10 @@ func TestObserverMetricsOnlyWhileProbing(t *testing.T) {
 		}
 		got := map[string]float64{}
 		for _, f := range families {
-			got[f.GetName()] = f.GetMetric()[0].GetGauge().GetValue()
+			m := f.GetMetric()[0]
+			got[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
-		want := map[string]float64{"kube_vip_agent_stalled_hold_seconds": 1.5}
+		want := map[string]float64{"kube_vip_agent_stalled_hold_seconds": 1.5, "kube_vip_agent_follower_cut_offs_total": 3}
 		if view.probing {
 			want["kube_vip_agent_vip_last_heard_seconds"] = 12.5
 			want["kube_vip_agent_vip_answerers"] = 2

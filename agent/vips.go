@@ -213,6 +213,16 @@ func (s *vipSet) heard() (lastHeardSeconds float64, answerers int, probing bool)
 	return now.Sub(silence.SilentSince).Seconds(), answerers, true
 }
 
+// cutOffs is the probers' view for the metrics (followerView): how often a family's
+// prober went deaf to its peers.
+func (s *vipSet) cutOffs() int {
+	n := 0
+	for _, p := range s.probers {
+		n += p.CutOffs()
+	}
+	return n
+}
+
 // Present reports whether any VIP is on the interface.
 func (s *vipSet) Present() (bool, error) {
 	for _, a := range s.addrs {

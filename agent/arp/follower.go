@@ -42,6 +42,8 @@ type Prober struct {
 	// is kept.
 	answers   map[string]time.Time
 	heardFrom string
+	// cutOffs counts the times this follower went deaf to its peers (deafTick).
+	cutOffs int
 }
 
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
@@ -182,7 +184,15 @@ func (p *Prober) deafTick(now time.Time, peerMACs []string) bool {
 	}
 	p.log.Info("No other follower's probe heard; forgetting the holder heard, as this node may be cut off (or its peers stopped probing)", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
 	p.forgetLocked(now)
+	p.cutOffs++
 	return true
+}
+
+// CutOffs returns how often this follower went deaf to its peers' probes (see Prober).
+func (p *Prober) CutOffs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cutOffs
 }
 
 // AnswerersWindow is how far back Heard counts the hosts that answered for the VIP.

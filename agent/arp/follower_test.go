@@ -153,6 +153,9 @@ func TestProberCutOffForgetsTheHolder(t *testing.T) {
 					t.Fatalf("%s after the cut the silence is only %s", at, time.Since(since).Round(time.Millisecond))
 				}
 			}
+			if got, want := p.CutOffs(), map[bool]int{true: 1, false: 0}[tc.cutPeer]; got != want {
+				t.Errorf("CutOffs() = %d, want %d", got, want)
+			}
 		})
 	}
 }

@@ -105,6 +105,9 @@ func answerNames(h *netns.Harness, macs []string) string {
 	return "[" + strings.Join(names, " ") + "]"
 }
 
+// cutOffsMetric counts the times a follower heard its peers' probes stop.
+const cutOffsMetric = "kube_vip_agent_follower_cut_offs_total"
+
 // TestBlackholedFollowerMovesNothing cuts a follower off at L2 with its carrier up for 1 s,
 // three times. It hears the holder fall silent, but it hears its peer's probes fall silent
 // too, so it counts itself deaf and forgets the holder: it must not take the Lease, neither
@@ -113,7 +116,7 @@ func answerNames(h *netns.Harness, macs []string) string {
 // holder still hears the other follower and must not fence either. The cut follower leads
 // etcd, the hardest case (the cut starts an etcd election, the holder's renewals stall);
 // the agents do not read etcd's metrics, so that the etcd-leader yield, a move by design,
-// stays out of the count.
+// stays out of the count. The cut follower's metrics show the cut.
 func TestBlackholedFollowerMovesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -127,6 +130,10 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 			sampler.Stop()
 			t.Fatal(err)
 		}
+		cutOffs, err := metric(ctx, follower, cutOffsMetric)
+		if err != nil {
+			t.Fatal(err)
+		}
 		heal, err := h.Blackhole(ctx, follower, netns.BothWays)
 		if err != nil {
 			t.Fatal(err)
@@ -138,6 +145,9 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 		time.Sleep(4 * time.Second)
 		res := prober.Stop()
 		rep := sampler.Stop()
+		if after, err := metric(ctx, follower, cutOffsMetric); err != nil || after <= cutOffs {
+			t.Errorf("round %d: the cut follower's %s went from %v to %v (%v), want a rise", round, cutOffsMetric, cutOffs, after, err)
+		}
 		t.Logf("round %d: follower %s (etcd leader) cut for 1s under holder %s: holders %s; client: longest outage %s",
 			round, follower, holder, changes(rep), res.Longest().Round(time.Millisecond))
 		assertNoOverlap(t, rep)
