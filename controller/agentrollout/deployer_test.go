@@ -96,10 +96,6 @@ func TestDeployCreatesAFreeLease(t *testing.T) {
 	ctx := context.Background()
 	const ns = "kube-system"
 	spec := Spec{Namespace: ns, Image: "agent", VIP: "198.18.0.50"}
-	agentPod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
-	}
 	held := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: ns, Labels: kubeVIPAgentNames().labels()},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node1")},
@@ -110,7 +106,7 @@ func TestDeployCreatesAFreeLease(t *testing.T) {
 		want     string
 	}{
 		{"no agent pod, no Lease", nil, FieldOwner},
-		{"Lease deleted under a running agent", []client.Object{agentPod}, ""},
+		{"Lease deleted under a running agent", []client.Object{agentPod(ns)}, ""},
 		{"Lease held", []client.Object{held}, ""},
 	} {
 		c := fake.NewClientBuilder().WithObjects(tc.existing...).Build()

@@ -161,16 +161,21 @@ func TestValidateImplementation(t *testing.T) {
 	}
 }
 
+// agentPod is a running kube-vip-agent pod in ns.
+func agentPod(ns string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
+	}
+}
+
 // TestDeployWaitsForTheOldPodsToStop: a pod of the old implementation that goes away while
 // Deploy waits lets the same Deploy call write the new DaemonSet, within a tick or two of
 // its removal, rather than at a requeue.
 func TestDeployWaitsForTheOldPodsToStop(t *testing.T) {
 	ctx := context.Background()
 	ns := "kube-system"
-	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
-	}
+	running := agentPod(ns)
 	c := fake.NewClientBuilder().WithObjects(running).Build()
 	const stopsAfter = 500 * time.Millisecond
 	removed := make(chan time.Time, 1)
@@ -200,10 +205,7 @@ func TestDeployWaitsForTheOldPodsToStop(t *testing.T) {
 func TestDeployHandsOver(t *testing.T) {
 	ctx := context.Background()
 	ns := "kube-system"
-	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-agent-abcde", Namespace: ns, Labels: kubeVIPAgentNames().labels()},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: Name, Image: "agent"}}},
-	}
+	running := agentPod(ns)
 	deletes := 0
 	c := fake.NewClientBuilder().WithObjects(running).WithInterceptorFuncs(interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
