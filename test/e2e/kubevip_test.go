@@ -188,8 +188,8 @@ func (s *kubeVIPScenario) switchover(t *testing.T, ctx context.Context, sw imple
 	for i, o := range res.Outages {
 		total += o.Duration()
 		if i == 0 {
-			// A later outage is the VIP's graceful move to the etcd leader's node, when the
-			// first agent to start was not on it.
+			// A later outage is kube-vip-agent's offer of the lead, when the first agent to
+			// start runs on the node whose etcd member leads.
 			back = o.End.Sub(start)
 		}
 		outages = append(outages, fmt.Sprintf("+%s..+%s", o.Start.Sub(start).Round(time.Millisecond), o.End.Sub(start).Round(time.Millisecond)))

@@ -6,6 +6,7 @@ package dataplane_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -86,22 +87,38 @@ func (f *frontDoor) useFamilies(t *testing.T, ctx context.Context, families []ga
 		t.Skip("the dataplane has no IPv6 (an env file of an older hack/openstack.sh or hack/dataplane.sh)")
 	}
 	f.removeExposure()
-	restore, err := framework.AddInfrastructureSubnet(ctx, f.cl, exposure.PurposeNodesIPv6, f.dp.OpenStack.Subnet6ID, framework.NodeSubnet6CIDR)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var restore func(context.Context) error
+	f.withControllerStopped(t, func() error {
+		var err error
+		if restore, err = framework.AddInfrastructureSubnet(ctx, f.cl, exposure.PurposeNodesIPv6, f.dp.OpenStack.Subnet6ID, framework.NodeSubnet6CIDR); err != nil {
+			return err
+		}
+		return framework.SetIPFamilies(ctx, f.cl, families)
+	})
 	t.Cleanup(func() {
 		f.removeExposure()
 		f.families = nil
-		if err := framework.SetIPFamilies(context.Background(), f.cl, nil); err != nil {
-			t.Errorf("restoring the shoot's ipFamilies: %v", err)
-		}
-		if err := restore(context.Background()); err != nil {
-			t.Errorf("restoring the Infrastructure status: %v", err)
-		}
+		f.withControllerStopped(t, func() error {
+			return errors.Join(framework.SetIPFamilies(context.Background(), f.cl, nil), restore(context.Background()))
+		})
 	})
-	if err := framework.SetIPFamilies(ctx, f.cl, families); err != nil {
-		t.Fatal(err)
-	}
 	f.families = families
+}
+
+// withControllerStopped runs change (the shoot's ipFamilies, the Infrastructure) with the
+// in-process controller stopped, and starts it again: its new cache is read from the API
+// server before it reconciles. An exposure's families are fixed at its first reconciliation;
+// one created right after the change could otherwise be reconciled on the old Cluster still
+// in the running controller's cache (seen once in a CI-like run: an IPv6-only exposure got
+// an IPv4 VIP).
+func (f *frontDoor) withControllerStopped(t *testing.T, change func() error) {
+	t.Helper()
+	f.stopController()
+	err := change()
+	if startErr := f.startController(); startErr != nil {
+		t.Fatalf("starting the controller again: %v", startErr)
+	}
+	if err != nil {
+		t.Fatalf("changing the shoot's ipFamilies and the Infrastructure: %v", err)
+	}
 }
