@@ -42,7 +42,9 @@ func forceDelete(t *testing.T, ctx context.Context, e *sharedEnv, ctl *controlle
 }
 
 // runningAgentPod stands for the agent pod the DaemonSet runs on node (no kubelet here, so
-// the pod stays until deleted): it carries the pod template's labels.
+// the pod stays until deleted): it carries the pod template's labels. The cleanup removes it
+// at once, as the kubelet would after the agent exited: a terminating pod that no kubelet
+// confirms makes the final deletion wait out the time rule for a minute.
 func runningAgentPod(t *testing.T, ctx context.Context, e *sharedEnv, node string) {
 	t.Helper()
 	pod := &corev1.Pod{
@@ -52,7 +54,7 @@ func runningAgentPod(t *testing.T, ctx context.Context, e *sharedEnv, node strin
 	if err := e.cp.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.cp.Client.Delete(context.Background(), pod) })
+	t.Cleanup(func() { _ = e.cp.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
 }
 
 // agentObjects are every object the agent rollout of kube-vip-agent creates (the cluster
