@@ -88,9 +88,26 @@ func (c Call) String() string { return c.Method + " " + c.Class }
 type Fault struct {
 	Kind  Kind
 	Index int
+	// Call, when set (as Call.String gives it: "PUT /v2.0/ports/{id}"), makes Index count
+	// only the mutating calls of that method and class: a client that makes independent
+	// calls at once keeps their order among the calls of one kind only.
+	Call string
 	// CommitBefore is, for LateCommit, the method of the retry's call that the held call
 	// commits before: "" for the next mutating call, http.MethodGet for the next read.
 	CommitBefore string
+}
+
+// hits tells whether the fault is to be injected at call, the nth mutating call of its
+// method and class.
+func (f *Fault) hits(call Call, nth int) bool {
+	switch {
+	case f == nil:
+		return false
+	case f.Call != "":
+		return f.Call == call.String() && f.Index == nth
+	default:
+		return f.Index == call.Index
+	}
 }
 
 // lateCommitTimeout bounds how long a held call waits for the retry's next call of its
@@ -122,8 +139,10 @@ type Proxy struct {
 	mu       sync.Mutex
 	calls    []Call
 	mutating int
-	fault    *Fault
-	crashed  bool
+	// perCall counts the mutating calls of each method and class, for Fault.Call.
+	perCall map[string]int
+	fault   *Fault
+	crashed bool
 	// OnCrash is called for a Crash fault before the connection is reset.
 	onCrash func()
 	lists   chan string
@@ -147,7 +166,7 @@ func New(keystoneURL, neutronURL string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Neutron URL: %w", err)
 	}
-	p := &Proxy{keystone: k, neutron: n, lists: make(chan string, 64)}
+	p := &Proxy{keystone: k, neutron: n, lists: make(chan string, 64), perCall: map[string]int{}}
 	if p.identity, err = p.serve("identity", k); err != nil {
 		return nil, err
 	}
@@ -202,6 +221,7 @@ func (p *Proxy) Arm(f *Fault) {
 	p.fault = f
 	p.calls = nil
 	p.mutating = 0
+	p.perCall = map[string]int{}
 }
 
 // OnCrash sets the function that a Crash fault calls, e.g. to SIGKILL the client process.
@@ -281,7 +301,9 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		if call.Mutating && !crashed {
 			call.Index = p.mutating
 			p.mutating++
-			if p.fault != nil && p.fault.Index == call.Index {
+			nth := p.perCall[call.String()]
+			p.perCall[call.String()]++
+			if p.fault.hits(call, nth) {
 				fault, commitBefore = p.fault.Kind, p.fault.CommitBefore
 			}
 		}

@@ -133,9 +133,9 @@ func tail(s string, n int) string {
 }
 
 // crashLifecycle creates and deletes an exposure with the controller binary; at the
-// mutating call of the fault in phase at, the proxy SIGKILLs the controller, and a new
-// controller process takes over. It returns the mutating calls of the phase.
-func crashLifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) []faults.Call {
+// mutating call of a phase's fault in r, the proxy SIGKILLs the controller, and a new
+// controller process takes over. It returns the mutating calls of each phase.
+func crashLifecycle(t *testing.T, e *sharedEnv, r run) map[phase][]faults.Call {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
 	defer cancel()
@@ -148,27 +148,31 @@ func crashLifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) [
 		e.proxy.OnCrash(nil)
 		proc.kill()
 		<-proc.done
+		// Nor may a failed run leave the proxy armed or crashed.
+		e.proxy.Arm(nil)
+		e.proxy.Resume()
 	}()
 
-	var calls []faults.Call
+	calls := map[phase][]faults.Call{}
 	step := func(p phase, act func(), until func(*observer)) {
-		if p == at {
-			e.proxy.Arm(fault)
-		}
+		fault := r.fault(p)
+		e.proxy.Arm(fault)
 		act()
 		ob := &observer{t: t, e: e}
-		if p == at && fault != nil {
+		if fault != nil {
 			proc.waitExit(t, converge)
-			calls = e.proxy.Mutating()
+			all := e.proxy.Calls()
+			calls[p] = e.proxy.Mutating()
 			e.proxy.Arm(nil)
 			e.proxy.Resume()
+			r.checkInjected(t, p, all)
 			n++
 			proc = startProcess(t, e, n)
 			e.proxy.OnCrash(proc.kill)
 		}
 		until(ob)
-		if p == at && fault == nil {
-			calls = e.proxy.Mutating()
+		if fault == nil {
+			calls[p] = e.proxy.Mutating()
 			e.proxy.Arm(nil)
 		}
 	}
@@ -194,25 +198,18 @@ func crashLifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) [
 // TestCrashBetweenEveryTwoCalls kills the controller binary (SIGKILL) right before and
 // right after every mutating Neutron call of create and delete, and restarts it; every
 // run must converge with exactly one port, one floating IP and three pairs, and nothing
-// left after the deletion.
+// left after the deletion. Each exposure crashes once in its creation and once in its
+// deletion: the exact state checked in between makes the deletion start clean.
 func TestCrashBetweenEveryTwoCalls(t *testing.T) {
 	e := env(t)
 	controllerBinary(t)
-	points := 0
-	for _, at := range []phase{phaseCreate, phaseDelete} {
-		clean := crashLifecycle(t, e, at, nil)
-		if len(clean) == 0 {
-			t.Fatalf("%s made no mutating call", at)
-		}
-		t.Logf("%s: %d mutating calls: %v", at, len(clean), clean)
-		for i, call := range clean {
-			for _, kind := range []faults.Kind{faults.Crash, faults.CrashAfter} {
-				points++
-				t.Run(fmt.Sprintf("%s/%d-%s-%s/%s", at, i, call.Method, strings.ReplaceAll(call.Class, "/", "_"), kind), func(t *testing.T) {
-					crashLifecycle(t, e, at, &faults.Fault{Kind: kind, Index: i})
-				})
-			}
-		}
+	clean := crashLifecycle(t, e, run{})
+	runs := pair(points(t, phaseCreate, clean[phaseCreate], faults.Crash, faults.CrashAfter),
+		points(t, phaseDelete, clean[phaseDelete], faults.Crash, faults.CrashAfter))
+	total := 0
+	for _, r := range runs {
+		t.Run(r.String(), func(t *testing.T) { crashLifecycle(t, e, r) })
+		total += len(r.points)
 	}
-	t.Logf("%d crash points", points)
+	t.Logf("%d crash points in %d exposures", total, len(runs))
 }

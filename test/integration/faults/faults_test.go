@@ -7,6 +7,7 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,92 +32,182 @@ const (
 	phaseDelete phase = "delete"
 )
 
-// lifecycle creates an exposure, lets Nodes join for phaseUpdate, deletes it, and checks
-// the exact Neutron state after each step. The fault is armed for the given phase only.
-// It returns the mutating calls of that phase and whether the fault was injected.
-func lifecycle(t *testing.T, e *sharedEnv, at phase, fault *faults.Fault) (calls []faults.Call, injected bool) {
+// lifecycle creates an exposure, lets Nodes join when r.update, deletes it, and checks the
+// exact Neutron state after each step. Each phase runs under its fault of r, if any; the
+// exact state checked between the phases makes each phase start from a clean exposure, so
+// one run can carry a fault in each phase. It returns the mutating calls of each phase.
+func lifecycle(t *testing.T, e *sharedEnv, r run) map[phase][]faults.Call {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
 	defer cancel()
-	e.setControlPlane(t, ctx, at != phaseUpdate)
-	waitForLabels(t, ctx, e, at != phaseUpdate)
+	e.setControlPlane(t, ctx, !r.update)
+	waitForLabels(t, ctx, e, !r.update)
 
 	exp, identity := newExposure(t, ctx, e, "faults")
 	ob := &observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}
-	arm := func(p phase) {
-		if p == at {
-			e.proxy.Arm(fault)
-		}
-	}
-	disarm := func(p phase) {
-		if p == at {
-			calls, injected = e.proxy.Mutating(), e.proxy.Injected()
-			e.proxy.Arm(nil)
-		}
+	calls := map[phase][]faults.Call{}
+	// A failed run leaves no fault armed for the next.
+	defer e.proxy.Arm(nil)
+	during := func(p phase, act func()) {
+		e.proxy.Arm(r.fault(p))
+		act()
+		all := e.proxy.Calls()
+		calls[p] = e.proxy.Mutating()
+		e.proxy.Arm(nil)
+		r.checkInjected(t, p, all)
 	}
 
-	arm(phaseCreate)
-	if err := e.cp.Client.Create(ctx, exp); err != nil {
-		t.Fatalf("creating exposure: %v", err)
-	}
-	ob.poll(ctx, "the exposure to succeed", succeeded)
-	disarm(phaseCreate)
+	during(phaseCreate, func() {
+		if err := e.cp.Client.Create(ctx, exp); err != nil {
+			t.Fatalf("creating exposure: %v", err)
+		}
+		ob.poll(ctx, "the exposure to succeed", succeeded)
+	})
 	pairs := 3
-	if at == phaseUpdate {
+	if r.update {
 		pairs = 0
 	}
 	vip := assertExact(t, ctx, e, identity, pairs)
 
-	if at == phaseUpdate {
-		arm(phaseUpdate)
-		e.setControlPlane(t, ctx, true)
-		ob.poll(ctx, "the node tracker to put the pair on three node ports", func(x *extensionsv1alpha1.SelfHostedShootExposure, err error) bool {
-			if err != nil || x.Status.ProviderStatus == nil || strings.Count(string(x.Status.ProviderStatus.Raw), `"portID"`) < 4 { // VIP port + 3 node ports
-				return false
-			}
-			return len(pairHolders(t, ctx, e, vip)) == 3
+	if r.update {
+		during(phaseUpdate, func() {
+			e.setControlPlane(t, ctx, true)
+			ob.poll(ctx, "the node tracker to put the pair on three node ports", func(x *extensionsv1alpha1.SelfHostedShootExposure, err error) bool {
+				if err != nil || x.Status.ProviderStatus == nil || strings.Count(string(x.Status.ProviderStatus.Raw), `"portID"`) < 4 { // VIP port + 3 node ports
+					return false
+				}
+				return len(pairHolders(t, ctx, e, vip)) == 3
+			})
 		})
-		disarm(phaseUpdate)
 		assertExact(t, ctx, e, identity, 3)
 	}
 
-	arm(phaseDelete)
-	if err := e.cp.Client.Delete(ctx, exp); err != nil {
-		t.Fatalf("deleting exposure: %v", err)
-	}
-	ob.poll(ctx, "the exposure to be deleted", gone)
-	disarm(phaseDelete)
+	during(phaseDelete, func() {
+		if err := e.cp.Client.Delete(ctx, exp); err != nil {
+			t.Fatalf("deleting exposure: %v", err)
+		}
+		ob.poll(ctx, "the exposure to be deleted", gone)
+	})
 	assertNothingLeft(t, ctx, e, identity, vip)
 
 	if len(ob.seen) > 0 {
 		t.Errorf("a fault that heals by itself was reported with a code that stops gardenlet's retries: %v", ob.seen)
 	}
-	return calls, injected
+	return calls
+}
+
+// point is one fault at one mutating call of a phase: the nth call of its method and
+// class. The controller creates the floating IP and sets the pairs at once, so the calls'
+// order across classes differs from run to run; within a class it does not.
+type point struct {
+	at   phase
+	call faults.Call
+	nth  int
+	kind faults.Kind
+}
+
+func (p point) String() string {
+	return fmt.Sprintf("%s/%s-%s-%d/%s", p.at, p.call.Method, strings.ReplaceAll(p.call.Class, "/", "_"), p.nth, p.kind)
+}
+
+// points are the faults of each kind at each call of a clean run of the phase.
+func points(t *testing.T, at phase, clean []faults.Call, kinds ...faults.Kind) []point {
+	t.Helper()
+	if len(clean) == 0 {
+		t.Fatalf("%s made no mutating call", at)
+	}
+	t.Logf("%s: %d mutating calls: %v", at, len(clean), clean)
+	var out []point
+	seen := map[string]int{}
+	for _, call := range clean {
+		nth := seen[call.String()]
+		seen[call.String()]++
+		for _, kind := range kinds {
+			out = append(out, point{at: at, call: call, nth: nth, kind: kind})
+		}
+	}
+	return out
+}
+
+// run is one exposure's life with at most one fault per phase.
+type run struct {
+	// update: the Nodes become control-plane Nodes only after the exposure succeeded.
+	update bool
+	points []point
+}
+
+func (r run) String() string {
+	names := make([]string, len(r.points))
+	for i, p := range r.points {
+		names[i] = p.String()
+	}
+	return strings.Join(names, "+")
+}
+
+func (r run) point(at phase) (point, bool) {
+	for _, p := range r.points {
+		if p.at == at {
+			return p, true
+		}
+	}
+	return point{}, false
+}
+
+// fault is the fault to arm for the phase, nil for none.
+func (r run) fault(at phase) *faults.Fault {
+	p, ok := r.point(at)
+	if !ok {
+		return nil
+	}
+	return &faults.Fault{Kind: p.kind, Index: p.nth, Call: p.call.String()}
+}
+
+// checkInjected fails the test when the phase's fault was not injected: the run would not
+// test the point it names.
+func (r run) checkInjected(t *testing.T, at phase, calls []faults.Call) {
+	t.Helper()
+	p, ok := r.point(at)
+	if !ok {
+		return
+	}
+	// The injected call is counted; the calls reset after a crash are not.
+	if !slices.ContainsFunc(calls, func(c faults.Call) bool { return c.Fault != "" && c.Index >= 0 }) {
+		t.Fatalf("%s: the fault was not injected: the call did not happen", p)
+	}
+}
+
+// pair puts the points of a and b into one run each, side by side: the n-th run carries
+// a[n] and b[n] (either may have run out).
+func pair(a, b []point) []run {
+	runs := make([]run, max(len(a), len(b)))
+	for n := range runs {
+		if n < len(a) {
+			runs[n].points = append(runs[n].points, a[n])
+		}
+		if n < len(b) {
+			runs[n].points = append(runs[n].points, b[n])
+		}
+	}
+	return runs
 }
 
 // TestFaultsAtEveryMutatingCall injects each fault kind at every mutating Neutron call of
-// create, update and delete. The call indexes come from a clean recorded run.
+// create, update and delete; the call indexes come from clean recorded runs. Every point is
+// injected, and each run carries one create and one delete point (or one update point):
+// half the exposures for the same points.
 func TestFaultsAtEveryMutatingCall(t *testing.T) {
 	e := env(t)
 	startController(t, e)
-	total := 0
-	for _, at := range []phase{phaseCreate, phaseUpdate, phaseDelete} {
-		clean, _ := lifecycle(t, e, at, nil)
-		if len(clean) == 0 {
-			t.Fatalf("%s made no mutating call", at)
-		}
-		t.Logf("%s: %d mutating calls: %v", at, len(clean), clean)
-		for i, call := range clean {
-			for _, kind := range faults.Kinds {
-				t.Run(fmt.Sprintf("%s/%d-%s-%s/%s", at, i, call.Method, strings.ReplaceAll(call.Class, "/", "_"), kind), func(t *testing.T) {
-					_, injected := lifecycle(t, e, at, &faults.Fault{Kind: kind, Index: i})
-					if !injected {
-						t.Fatalf("the fault was not injected: call %d did not happen", i)
-					}
-				})
-				total++
-			}
-		}
+	clean := lifecycle(t, e, run{})
+	cleanUpdate := lifecycle(t, e, run{update: true})
+	runs := pair(points(t, phaseCreate, clean[phaseCreate], faults.Kinds...), points(t, phaseDelete, clean[phaseDelete], faults.Kinds...))
+	for _, p := range points(t, phaseUpdate, cleanUpdate[phaseUpdate], faults.Kinds...) {
+		runs = append(runs, run{update: true, points: []point{p}})
 	}
-	t.Logf("%d faults injected", total)
+	total := 0
+	for _, r := range runs {
+		t.Run(r.String(), func(t *testing.T) { lifecycle(t, e, r) })
+		total += len(r.points)
+	}
+	t.Logf("%d faults injected in %d exposures", total, len(runs))
 }

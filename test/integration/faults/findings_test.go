@@ -364,7 +364,7 @@ func TestM1LateCommittedPortCreate(t *testing.T) {
 func TestLateCommittedFloatingIPIsKept(t *testing.T) {
 	e, ctx := begin(t, false)
 	time.Sleep(300 * time.Millisecond)
-	e.proxy.Arm(&faults.Fault{Kind: faults.LateCommit, Index: 1, CommitBefore: http.MethodGet})
+	e.proxy.Arm(&faults.Fault{Kind: faults.LateCommit, Call: "POST /v2.0/floatingips", CommitBefore: http.MethodGet})
 	t.Cleanup(func() { e.proxy.Arm(nil) })
 	exp, identity := createExposure(t, ctx, e, nil, false)
 	o := &observer{t: t, e: e, key: client.ObjectKeyFromObject(exp)}
