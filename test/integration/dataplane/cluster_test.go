@@ -189,6 +189,15 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 	f.caPool = x509.NewCertPool()
 	f.caPool.AppendCertsFromPEM(ca)
 
+	// controller-runtime's own log goes to the controller's log file from the CRD install
+	// on: only its first SetLogger counts, and a log line before any prints a stack trace.
+	logFile, err := os.OpenFile(f.ctrlLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s.Defer(func() { _ = logFile.Close() })
+	ctrllog.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logFile)))
+
 	// Whichever node serves: the lifecycle replaces the first one.
 	cfg := c.Net().RESTConfig()
 	paths, err := framework.GardenerCRDPaths()
@@ -236,7 +245,6 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	if err != nil {
 		return nil, err
 	}
-	ctrllog.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logFile)))
 	mgr, err := framework.NewManager(cfg, scheme, logFile)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
