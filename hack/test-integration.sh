@@ -9,8 +9,9 @@
 #      fault matrices (test/integration/faults: the real controller against Neutron through
 #      a fault-injecting proxy) and then foundation and nodes on a Keystone + Neutron of
 #      their own; the exposure package and the rest on the shared Keystone + Neutron. The
-#      streams share no sqlite database, no port and no namespace, and each Neutron (one
-#      Python process, the busiest part of this phase) keeps a core.
+#      streams share no sqlite database, no port and no namespace, and neither stream's
+#      Neutron calls queue behind the other's (Neutron, one Python process, is the busiest
+#      part of this phase).
 #   2. the failover packages (agent, VIP, election, kube-vip, the real nodes, the harnesses),
 #      one at a time with the machine to themselves: they measure sub-second timings.
 #
@@ -37,24 +38,25 @@ mapfile -t timed < <(grep -E -x "$timed_re" <<<"$all")
 mapfile -t second < <(grep -E -x "$second_re" <<<"$all")
 mapfile -t calm < <(grep -v -E -x -e "$timed_re" -e "$second_re" <<<"$all")
 
-# run NAME PACKAGES...: one package at a time, into RESULTS_DIR/integration-NAME.json; no
-# packages, no run (go test would test the current directory).
+# run NAME PACKAGES...: one package at a time, into RESULTS_DIR/integration-NAME.json, under
+# the command in wrap (none, or hack/with-openstack.sh); no packages, no run (go test would
+# test the current directory).
 flags=("$@")
+wrap=()
 run() {
   local name=$1; shift
   : >"$results/integration-$name.json"
   [ $# -gt 0 ] || return 0
-  "${gotestsum[@]}" --jsonfile "$results/integration-$name.json" -- -p 1 "${flags[@]}" "$@"
+  "${wrap[@]}" "${gotestsum[@]}" --jsonfile "$results/integration-$name.json" -- -p 1 "${flags[@]}" "$@"
 }
 
 rc=0
 (
-  export KUBE_VIP_OPENSTACK_DIR=$ROOT/.local/openstack-faults KUBE_VIP_OPENSTACK_ENV=$ROOT/.local/openstack-faults/env.sh \
+  export KUBE_VIP_OPENSTACK_DIR=$ROOT/.local/openstack-second KUBE_VIP_OPENSTACK_ENV=$ROOT/.local/openstack-second/env.sh \
     KEYSTONE_PORT=5020 NEUTRON_PORT=9720
   rm -rf "$KUBE_VIP_OPENSTACK_DIR"
-  : >"$results/integration-second.json"
-  [ ${#second[@]} -eq 0 ] ||
-    hack/with-openstack.sh "${gotestsum[@]}" --jsonfile "$results/integration-second.json" -- -p 1 "${flags[@]}" "${second[@]}"
+  wrap=(hack/with-openstack.sh)
+  run second "${second[@]}"
 ) &
 second_pid=$!
 run calm "${calm[@]}" || rc=1

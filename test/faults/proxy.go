@@ -256,6 +256,16 @@ func (p *Proxy) Mutating() []Call {
 	return out
 }
 
+// Injected tells whether the armed fault was injected.
+func (p *Proxy) Injected() bool {
+	for _, c := range p.Calls() {
+		if c.Fault != "" {
+			return true
+		}
+	}
+	return false
+}
+
 var idSegment = regexp.MustCompile(`^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$|^[0-9a-f]{32}$`)
 
 // PathClass replaces the ID segments of a path with {id}.

@@ -161,11 +161,11 @@ func crashLifecycle(t *testing.T, e *sharedEnv, r run) map[phase][]faults.Call {
 		ob := &observer{t: t, e: e}
 		if fault != nil {
 			proc.waitExit(t, converge)
-			all := e.proxy.Calls()
+			injected := e.proxy.Injected()
 			calls[p] = e.proxy.Mutating()
 			e.proxy.Arm(nil)
 			e.proxy.Resume()
-			r.checkInjected(t, p, all)
+			r.checkInjected(t, p, injected)
 			n++
 			proc = startProcess(t, e, n)
 			e.proxy.OnCrash(proc.kill)
