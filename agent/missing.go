@@ -49,8 +49,8 @@ func (k *keeper) VIPRemoved() {
 // early. The VIP goes at once, before a taker's guard can pass, and comes back as a VIP that
 // went missing does: through the guard, after a write of this node's own that began after
 // now. A false fence (this node's followers all stopped probing) costs that write and the
-// guard's verdict, and no move.
-func (k *keeper) Fence() {
+// guard's verdict, and no move. It reports whether it removed a VIP held in this term.
+func (k *keeper) Fence() bool {
 	k.mu.Lock()
 	now := k.clock.Now()
 	fenced := false
@@ -66,6 +66,7 @@ func (k *keeper) Fence() {
 	if fenced {
 		k.reconcile(context.Background()) // the guard probes while the renewal is on the wire
 	}
+	return fenced
 }
 
 // missingLocked records that the VIP of this term went off at now (msg says how): it goes

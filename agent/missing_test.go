@@ -210,7 +210,9 @@ func TestAFencedVIPGoesBackOnlyAfterAWriteOfItsOwn(t *testing.T) {
 	k.guard = &fakeGuard{clock: clk}
 	k.Leading(termAt(clk.Now()), true)
 	advance(k, clk, 300*time.Millisecond)
-	k.Fence()
+	if !k.Fence() {
+		t.Fatal("Fence reported nothing removed while the VIP was held")
+	}
 	if addr.present || asked != 1 {
 		t.Fatalf("after the fence: VIP present %v, %d renewals asked; want off and 1", addr.present, asked)
 	}
@@ -225,7 +227,9 @@ func TestAFencedVIPGoesBackOnlyAfterAWriteOfItsOwn(t *testing.T) {
 		t.Fatal("the fenced VIP did not come back after a renewal begun after the fence succeeded")
 	}
 	k.Following("held by another node")
-	k.Fence() // not holding: nothing to do
+	if k.Fence() { // not holding: nothing to do
+		t.Fatal("Fence reported a removal while following")
+	}
 	if asked != 1 {
 		t.Fatalf("a fence while following asked for a renewal")
 	}

@@ -90,3 +90,42 @@ func TestUnsolicitedNA(t *testing.T) {
 		t.Error("an IPv4 target was accepted")
 	}
 }
+
+// A follower's prober counts only the holder's replies to its own requests: an announcement
+// also reaches a follower whose own frames are dropped, and hearing it would start a silence
+// that is the follower's own cut. The guard counts both.
+func TestARPProbeCountsRepliesOrEverything(t *testing.T) {
+	vip, self, holder := netip.MustParseAddr("198.18.0.100"), netip.MustParseAddr("198.18.0.11"), netip.MustParseAddr("198.18.0.12")
+	ownMAC := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	holderMAC := net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	packet := func(op arp.Operation, srcMAC net.HardwareAddr, src netip.Addr, dstMAC net.HardwareAddr, dst netip.Addr) *arp.Packet {
+		p, err := arp.NewPacket(op, srcMAC, src, dstMAC, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	announcements, err := GratuitousARP(holderMAC, vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name               string
+		pkt                *arp.Packet
+		guard, repliesOnly bool
+	}{
+		{"the holder's reply to this node", packet(arp.OperationReply, holderMAC, vip, ownMAC, self), true, true},
+		{"the holder's gratuitous request", announcements[0], true, false},
+		{"the holder's gratuitous reply", announcements[1], true, false},
+		{"the holder's reply to another node", packet(arp.OperationReply, holderMAC, vip, ownMAC, holder), true, false},
+		{"another node's request", packet(arp.OperationRequest, holderMAC, holder, ownMAC, vip), false, false},
+		{"this node's own reply", packet(arp.OperationReply, ownMAC, vip, ownMAC, self), false, false},
+	} {
+		for repliesOnly, want := range map[bool]bool{false: tc.guard, true: tc.repliesOnly} {
+			p := &arpProbe{ifi: &net.Interface{HardwareAddr: ownMAC}, vip: vip, sender: self, repliesOnly: repliesOnly}
+			if got := p.counts(tc.pkt); got != want {
+				t.Errorf("%s, replies only %v: counts %v, want %v", tc.name, repliesOnly, got, want)
+			}
+		}
+	}
+}

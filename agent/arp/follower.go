@@ -30,7 +30,7 @@ type Prober struct {
 	vip      netip.Addr
 	onSilent func()
 	log      logr.Logger
-	open     func(iface string, vip netip.Addr) (probe, error)    // openProbe; a fake in tests
+	open     func(iface string, vip netip.Addr) (probe, error)    // openReplyProbe; a fake in tests
 	listen   func(iface string, vip netip.Addr) (requests, error) // openRequests; a fake in tests
 
 	mu          sync.Mutex
@@ -49,7 +49,7 @@ type Prober struct {
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
 // silence, when it reaches timing.EarlyTakeoverSilence, so that the election decides then.
 func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *Prober {
-	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openProbe, listen: openRequests}
+	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openReplyProbe, listen: openRequests}
 }
 
 // Silence returns when another host last answered for the VIP (zero for never, and while
@@ -59,7 +59,7 @@ func (p *Prober) Silence() (heardAt, silentSince time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Between the onset and the next tick, which forgets the holder (deafTick).
-	if p.peers.silentFor(time.Now(), timing.PeerSilence) {
+	if p.peers.SilentFor(time.Now(), timing.PeerSilence) {
 		return time.Time{}, p.silentSince
 	}
 	return p.heardAt, p.silentSince
@@ -171,21 +171,23 @@ func (p *Prober) forgetLocked(since time.Time) {
 }
 
 // deafTick records the peers' probes heard at now and reports whether this follower went
-// deaf: it heard a peer's stream, and none for timing.PeerSilence. It then forgets what it
-// heard, as after a reopen; only a new stream arms it again.
+// deaf: it heard a peer's stream, and then none for timing.PeerSilence until now. It then
+// forgets what it heard, as after a reopen; only a new stream arms it again.
 func (p *Prober) deafTick(now time.Time, peerMACs []string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The gap is checked before the probes read now count: a cut that healed since the last
+	// tick was a cut all the same, and the holder's silence during it is no evidence.
+	deaf := p.peers.SilentFor(now, timing.PeerSilence)
+	if deaf {
+		p.log.Info("No other follower's probe heard; forgetting the holder heard, as this node may be cut off (or its peers stopped probing)", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
+		p.forgetLocked(now)
+		p.cutOffs++
+	}
 	for _, mac := range peerMACs {
 		p.peers.Heard(mac, now)
 	}
-	if !p.peers.silentFor(now, timing.PeerSilence) {
-		return false
-	}
-	p.log.Info("No other follower's probe heard; forgetting the holder heard, as this node may be cut off (or its peers stopped probing)", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
-	p.forgetLocked(now)
-	p.cutOffs++
-	return true
+	return deaf
 }
 
 // CutOffs returns how often this follower went deaf to its peers' probes (see Prober).

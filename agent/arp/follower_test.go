@@ -98,6 +98,7 @@ type segment struct {
 func (s *segment) drain() ([]string, error) { return s.heard(s.holderCut, "02:00:00:00:00:01"), nil }
 func (s *segment) send() error              { return nil }
 func (s *segment) Close() error             { return nil }
+func (s *segment) claimed() []string        { return nil }
 
 func (s *segment) heard(cut *atomic.Bool, mac string) []string {
 	if cut == nil || cut.Load() {
@@ -157,5 +158,42 @@ func TestProberCutOffForgetsTheHolder(t *testing.T) {
 				t.Errorf("CutOffs() = %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// A follower cut off for less than the silence that makes it act, healed between two ticks
+// of its prober: the tick that reads the first probe after the cut still finds the gap, and
+// the follower forgets the holder. Counting that probe first hid the gap, while the
+// holder's silence, which lasts until the next answer is read, reached
+// timing.EarlyTakeoverSilence: a 0.26 s blip of a follower took a healthy holder's Lease in
+// the election package's simulation.
+func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
+	const peer = "02:00:00:00:00:02"
+	p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
+	t0 := time.Unix(1000, 0)
+	tick := func(ms int, macs ...string) bool {
+		return p.deafTick(t0.Add(time.Duration(ms)*time.Millisecond), macs)
+	}
+	p.set(t0, true) // the holder answered
+	for ms := 0; ms <= 500; ms += 100 {
+		if tick(ms, peer) {
+			t.Fatalf("deaf at %d ms while the peer was heard every tick", ms)
+		}
+	}
+	// The cut: nothing read at 600 and 700 ms; the peer's probe is read again at 800 ms.
+	if tick(600) || tick(700) {
+		t.Fatal("deaf before the gap reached PeerSilence")
+	}
+	if !tick(800, peer) {
+		t.Fatal("the gap of 300 ms that ended at this tick did not count as a cut")
+	}
+	if !p.heardAt.IsZero() || p.CutOffs() != 1 {
+		t.Fatalf("after the cut: heard at %v, %d cut-offs; want the holder forgotten, 1", p.heardAt, p.CutOffs())
+	}
+	// One probe lost (a gap of two intervals) is no cut.
+	for _, ms := range []int{900, 1100, 1200} {
+		if tick(ms, peer) {
+			t.Fatalf("deaf at %d ms after a single lost probe", ms)
+		}
 	}
 }

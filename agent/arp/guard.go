@@ -160,12 +160,36 @@ func (g *Guard) Close() error {
 
 func (g *Guard) open() (probe, error) { return openProbe(g.iface, g.vip) }
 
-// openProbe opens the probe of vip's family on the named interface.
+// openProbe opens the probe of vip's family on the named interface. Every packet from the
+// VIP counts: the guard must wait for a holder that only announces.
 func openProbe(iface string, vip netip.Addr) (probe, error) {
 	if vip.Is4() {
 		return openARPProbe(iface, vip)
 	}
 	return openNDPProbe(iface, vip)
+}
+
+// openReplyProbe is openProbe for a follower's prober: only replies to its own requests
+// count. They show that frames pass both ways between it and the holder; an announcement
+// reaches a follower whose own frames are dropped, and would start a silence that is its
+// own cut (a holder whose answers stopped reaching it looks the same, but then the
+// followers' early writes reach the API server and the holder fences on the new holder's
+// announcement).
+func openReplyProbe(iface string, vip netip.Addr) (probe, error) {
+	if vip.Is4() {
+		p, err := openARPProbe(iface, vip)
+		if err != nil {
+			return nil, err
+		}
+		p.repliesOnly = true
+		return p, nil
+	}
+	p, err := openNDPProbe(iface, vip)
+	if err != nil {
+		return nil, err
+	}
+	p.repliesOnly = true
+	return p, nil
 }
 
 // recvQueued reads one packet that the socket has queued, without waiting; ok is false

@@ -103,6 +103,7 @@ type ndpProbe struct {
 	solicitation []byte
 	dst          *net.IPAddr
 	buf          []byte
+	repliesOnly  bool // as arpProbe's
 }
 
 func openNDPProbe(iface string, vip netip.Addr) (*ndpProbe, error) {
@@ -172,8 +173,8 @@ func (p *ndpProbe) drain() ([]string, error) {
 		}
 		m, err := ndp.ParseMessage(p.buf[:n])
 		na, isNA := m.(*ndp.NeighborAdvertisement)
-		if err != nil || !isNA || na.TargetAddress != p.vip {
-			continue
+		if err != nil || !isNA || na.TargetAddress != p.vip || (p.repliesOnly && !na.Solicited) {
+			continue // with repliesOnly, an unsolicited advertisement is an announcement
 		}
 		sender := ""
 		if sa, ok := from.(*unix.SockaddrInet6); ok {

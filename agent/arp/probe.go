@@ -28,8 +28,12 @@ type arpProbe struct {
 	raw     syscall.RawConn
 	ifi     *net.Interface
 	vip     netip.Addr
+	sender  netip.Addr // this node's address, the requests' sender
 	request []byte
 	buf     []byte
+	// repliesOnly: only replies to this node's own requests count, not announcements
+	// (openReplyProbe).
+	repliesOnly bool
 }
 
 func openARPProbe(iface string, vip netip.Addr) (*arpProbe, error) {
@@ -76,7 +80,7 @@ func openARPProbe(iface string, vip netip.Addr) (*arpProbe, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("the ARP socket on %s: %w", ifi.Name, err)
 	}
-	return &arpProbe{conn: conn, raw: raw, ifi: ifi, vip: vip, request: frame, buf: make([]byte, 1500)}, nil
+	return &arpProbe{conn: conn, raw: raw, ifi: ifi, vip: vip, sender: sender, request: frame, buf: make([]byte, 1500)}, nil
 }
 
 func (p *arpProbe) send() error {
@@ -98,10 +102,20 @@ func (p *arpProbe) drain() ([]string, error) {
 		if f.UnmarshalBinary(p.buf[:n]) != nil || f.EtherType != ethernet.EtherTypeARP || pkt.UnmarshalBinary(f.Payload) != nil {
 			continue
 		}
-		if pkt.SenderIP == p.vip && !bytes.Equal(pkt.SenderHardwareAddr, p.ifi.HardwareAddr) {
+		if p.counts(&pkt) {
 			holders = append(holders, pkt.SenderHardwareAddr.String())
 		}
 	}
+}
+
+// counts reports whether pkt shows another host holding the VIP: any packet from the VIP,
+// or with repliesOnly a reply to this node's request (the kernel answers to the request's
+// sender address; an announcement's target is the VIP itself).
+func (p *arpProbe) counts(pkt *arp.Packet) bool {
+	if pkt.SenderIP != p.vip || bytes.Equal(pkt.SenderHardwareAddr, p.ifi.HardwareAddr) {
+		return false
+	}
+	return !p.repliesOnly || (pkt.Operation == arp.OperationReply && pkt.TargetIP == p.sender)
 }
 
 func (p *arpProbe) Close() error { return p.conn.Close() }

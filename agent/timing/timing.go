@@ -89,10 +89,10 @@
 // (a switch or flow-table fault: no link change, its etcd traffic cut too) does not hear
 // the takeover, and in a stalled hold it would keep the VIP until StalledTerm's end; after
 // a heal before then, two nodes answer for the VIP. So the holder listens to its followers'
-// probes (every FollowerProbeInterval each, no extra traffic): once it heard a follower's
-// stream in this term and then hears no request for the VIP for FenceSilence, it removes
-// the VIP at once, checked every FenceCheckInterval, and puts it back only as a VIP that
-// went missing, after a write of its own. A follower's silence starts when it reads the
+// probes (every FollowerProbeInterval each, no extra traffic), from before its term on: once
+// it heard a follower's stream and then hears no request for the VIP for FenceSilence, it
+// removes the VIP at once, checked every FenceCheckInterval, and puts it back only as a VIP
+// that went missing, after a write of its own. A follower's silence starts when it reads the
 // answer to its last probe the holder heard, so it writes no earlier than
 // EarlyTakeoverSilence after the holder last heard anybody, and adds TakeoverSilence after
 // that; FenceSilence + FenceCheckInterval + ActiveRemovalLateness stays below (460 ms
@@ -103,9 +103,11 @@
 // once, needlessly: that costs its own renewal and the guard's verdict, about 0.1 s and no
 // move, and it arms again only on a new stream. Followers probe whenever their link is up,
 // eligible or not, so a stalled hold with L2 intact (an etcd election elsewhere) does not
-// fence even where a follower's kube-apiserver turns unready meanwhile. The fence assumes that
-// the followers' probes reach the holder as its answers reach them; a one-way loss (holder
-// to followers only) is not fenced, and the guard is then the only protection.
+// fence even where a follower's kube-apiserver turns unready meanwhile. A one-way loss
+// (holder to followers only) leaves the holder hearing its followers: the taker's guard
+// hears nothing and adds, and the holder fences when it hears the taker announce the VIP.
+// A follower counts only replies to its own requests as hearing the holder: an announcement
+// reaches a follower whose own frames are dropped.
 //
 // The kernel lifetime V decides how long a dead or frozen holder's node keeps serving the
 // VIP. The leader refreshes it right before each renewal's write (the election's

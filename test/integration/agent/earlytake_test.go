@@ -177,13 +177,14 @@ type leaseRecorder struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
-	lastRenew time.Time // the renewTime of old's last record
+	lastRenew time.Time // the renewTime of old's last record before it released
+	released  bool      // old released the Lease: a record of its own after that is a new tenure
 	holder    string    // the first holder after old
 	acquired  time.Time // its acquireTime
 }
 
-// recordLease reads the Lease through via every 10 ms until stop: old's last renewTime,
-// then the next holder and its acquireTime.
+// recordLease reads the Lease through via every 10 ms until stop: old's last renewTime
+// before a release, then the next holder and its acquireTime.
 func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string) *leaseRecorder {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(via.RESTConfig())
@@ -199,7 +200,9 @@ func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string)
 			if err == nil && lease.Spec.HolderIdentity != nil {
 				r.mu.Lock()
 				switch holder := *lease.Spec.HolderIdentity; {
-				case holder == old && r.holder == "" && lease.Spec.RenewTime != nil:
+				case holder == "" && !r.lastRenew.IsZero():
+					r.released = true
+				case holder == old && r.holder == "" && !r.released && lease.Spec.RenewTime != nil:
 					r.lastRenew = lease.Spec.RenewTime.Time
 				case holder != old && holder != "" && r.holder == "" && !r.lastRenew.IsZero() && lease.Spec.AcquireTime != nil:
 					r.holder, r.acquired = holder, lease.Spec.AcquireTime.Time
