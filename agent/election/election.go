@@ -34,6 +34,7 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
@@ -223,6 +224,10 @@ type Elector struct {
 	// holder's.
 	lastWrite *metav1.MicroTime
 
+	// jitter stretches a follower's retry at random (followerRetry); a simulation draws it
+	// from its seed.
+	jitter func(time.Duration) time.Duration
+
 	poke chan struct{}
 	// rewatch restarts the watch from the resourceVersion sent (rewatchIfBehind).
 	rewatch chan string
@@ -242,7 +247,11 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.MayKeep == nil {
 		cfg.MayKeep = cfg.Eligible
 	}
-	return &Elector{cfg: cfg, clock: cfg.Clock, log: cfg.Log, poke: make(chan struct{}, 1), rewatch: make(chan string, 1)}, nil
+	return &Elector{
+		cfg: cfg, clock: cfg.Clock, log: cfg.Log,
+		jitter: func(d time.Duration) time.Duration { return wait.Jitter(d, 0.5) },
+		poke:   make(chan struct{}, 1), rewatch: make(chan string, 1),
+	}, nil
 }
 
 // RenewNow asks a leader to renew at once rather than at its next regular renewal: the

@@ -11,7 +11,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
@@ -98,7 +97,7 @@ const YieldDelay = 50 * time.Millisecond
 // in step.
 func (e *Elector) followerRetry() time.Duration {
 	d := e.cfg.Timings.RetryPeriod / 4 << min(max(e.failedAcquisitions-1, 0), 3)
-	return wait.Jitter(d, 0.5)
+	return e.jitter(d)
 }
 
 // offersLead reports whether this candidate, as leader, should offer the lead.
