@@ -46,10 +46,11 @@ func (k *keeper) VIPRemoved() {
 
 // Fence is the holder's listener's callback (arp.Listener): the followers' probes stopped
 // reaching this node, so it is cut off from them at L2 and they are about to take the Lease
-// early. The VIP goes at once, before a taker's guard can pass, and comes back as a VIP that
-// went missing does: through the guard, after a write of this node's own that began after
-// now. A false fence (this node's followers all stopped probing) costs that write and the
-// guard's verdict, and no move. It reports whether it removed a VIP held in this term.
+// early; or another host announced the VIP, so one of them already did. The VIP goes at
+// once, before a taker's guard can pass, and comes back as a VIP that went missing does:
+// through the guard, after a write of this node's own that began after now. A false fence
+// (this node's followers all stopped probing) costs that write and the guard's verdict, and
+// no move. It reports whether it removed a VIP held in this term.
 func (k *keeper) Fence() bool {
 	k.mu.Lock()
 	now := k.clock.Now()

@@ -28,8 +28,10 @@ import (
 // and then hears no request at all for timing.FenceSilence is cut off from the followers at
 // L2 (its carrier may be up: a switch, flow-table or security-group fault), and they are
 // about to take its Lease on the same silence (timing.EarlyTakeoverSilence): it calls
-// onDeaf, and the keeper removes the VIP before they can add it (package timing). It sends
-// nothing and makes no API request.
+// onDeaf, and the keeper removes the VIP before they can add it (package timing). A holder
+// that hears another host announce the VIP while it leads calls onDeaf too: its own frames
+// out are dropped, and a follower took its Lease on the silence. It sends nothing and makes
+// no API request.
 type Listener struct {
 	iface string
 	vips  []netip.Addr

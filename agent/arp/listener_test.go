@@ -73,6 +73,17 @@ func TestHearingFencesOnlyAfterAStreamFellSilent(t *testing.T) {
 	}
 }
 
+// runListener runs a Listener of one VIP on feed until the test ends.
+func runListener(t *testing.T, feed *requestFeed, active, onDeaf func() bool) {
+	t.Helper()
+	l := NewListener("eth0", []netip.Addr{netip.MustParseAddr("192.0.2.10")}, onDeaf, logr.Discard())
+	l.open = func(string, netip.Addr) (requests, error) { return feed, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx, active) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // requestFeed is a request socket fed by the test.
 type requestFeed struct {
 	mu     sync.Mutex
@@ -133,7 +144,7 @@ func TestListenerStartsATermArmedByWhatItHeardAsAFollower(t *testing.T) {
 			var mu sync.Mutex
 			var calls, fences int
 			var fencedAt time.Time
-			l := NewListener("eth0", []netip.Addr{netip.MustParseAddr("192.0.2.10")}, func() bool {
+			runListener(t, feed, leading.Load, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				calls++
@@ -145,12 +156,10 @@ func TestListenerStartsATermArmedByWhatItHeardAsAFollower(t *testing.T) {
 					fencedAt = time.Now()
 				}
 				return true
-			}, logr.Discard())
-			l.open = func(string, netip.Addr) (requests, error) { return feed, nil }
+			})
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			defer func() { cancel(); wg.Wait() }()
-			wg.Go(func() { l.Run(ctx, leading.Load) })
 			wg.Go(func() {
 				tk := time.NewTicker(timing.FollowerProbeInterval)
 				defer tk.Stop()
@@ -200,17 +209,12 @@ func TestListenerFencesOnAnotherHostsAnnouncement(t *testing.T) {
 			feed := &requestFeed{}
 			var mu sync.Mutex
 			fences := 0
-			l := NewListener("eth0", []netip.Addr{netip.MustParseAddr("192.0.2.10")}, func() bool {
+			runListener(t, feed, func() bool { return leading }, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				fences++
 				return true
-			}, logr.Discard())
-			l.open = func(string, netip.Addr) (requests, error) { return feed, nil }
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			wg.Go(func() { l.Run(ctx, func() bool { return leading }) })
+			})
 
 			// The followers' probes go on; one announcement of another host comes in.
 			for i := range 6 {
