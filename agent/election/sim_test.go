@@ -31,7 +31,7 @@ import (
 // etcd-io/raft's rafttest: each node's real Elector (decide, step, its reads and writes,
 // confirmExpiry, release) against a Lease store with compare-and-swap, stalls and lost
 // responses; and, as a model that follows the agent package rule for rule, the keeper (the
-// VIP in the kernel with its lifetime, the takeover guard, the fence, the health gate), the
+// VIP in the kernel with its lifetime, the takeover guard, the fences, the health gate), the
 // followers' probers and an L2 segment with loss, delay, one-way cuts and blackholes. The
 // followers' and the holder's hearing of each other's probes is arp.Hearing itself.
 //
