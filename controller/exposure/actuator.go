@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +38,10 @@ type Actuator struct {
 	opts   ActuatorOptions
 	events events.EventRecorder
 
-	locks         exposureLocks
+	locks keyedLocks[types.UID]
+	// claims serialises, per cluster identity, the claims of the front door by exposures
+	// that have recorded no VIP port yet.
+	claims        keyedLocks[string]
 	verifications verificationRequests
 
 	mu       sync.Mutex
@@ -225,7 +229,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 
 	svc := networking.NewService(network, networking.Options{Log: log, ExposureOwning: a.exposureOwning, Record: in.record})
 	door := in.frontDoor()
-	port, created, err := svc.GetOrCreateVIPPort(ctx, door, status)
+	port, created, err := a.vipPort(ctx, svc, door, status)
 	if err != nil {
 		return status, err
 	}
@@ -255,6 +259,18 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		status.NodePorts = recordNodePorts(status.NodePorts, nodePorts, pairsErr)
 	}
 	return status, errors.Join(fipErr, pairsErr)
+}
+
+// vipPort gets or creates the VIP port. An exposure that has recorded none claims the
+// cluster's front door; the claims of one cluster run one at a time, so that of two
+// exposures created at once the second finds the first's port and is refused, instead of
+// both finding none and creating a door each.
+func (a *Actuator) vipPort(ctx context.Context, svc *networking.Service, door *networking.FrontDoor, status *v1alpha1.ExposureStatus) (*ports.Port, bool, error) {
+	if status.PortID == "" {
+		unlock := a.claims.lock(door.Mark.Identity)
+		defer unlock()
+	}
+	return svc.GetOrCreateVIPPort(ctx, door, status)
 }
 
 // finish turns transient errors into a requeue with backoff and resets the backoff after

@@ -6,16 +6,15 @@ package exposure
 
 import (
 	"sync"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// exposureLocks serialises the work on one exposure: its reconciliation, its deletion and
-// the node tracker's pair sync run in different controllers and would otherwise interleave
-// their Neutron writes (e.g. a sync re-adding a pair that the deletion just removed).
-type exposureLocks struct {
+// keyedLocks serialises work per key. By an exposure's UID: its reconciliation, its
+// deletion and the node tracker's pair sync run in different controllers and would
+// otherwise interleave their Neutron writes (e.g. a sync re-adding a pair that the
+// deletion just removed). By a cluster's identity: the claims of its front door.
+type keyedLocks[K comparable] struct {
 	mu    sync.Mutex
-	locks map[types.UID]*refMutex
+	locks map[K]*refMutex
 }
 
 type refMutex struct {
@@ -23,17 +22,17 @@ type refMutex struct {
 	refs int
 }
 
-// lock blocks until the caller holds the lock of uid and returns the function that
+// lock blocks until the caller holds the lock of key and returns the function that
 // releases it. Entries are dropped when nobody holds or waits for them.
-func (l *exposureLocks) lock(uid types.UID) (unlock func()) {
+func (l *keyedLocks[K]) lock(key K) (unlock func()) {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks = map[types.UID]*refMutex{}
+		l.locks = map[K]*refMutex{}
 	}
-	m := l.locks[uid]
+	m := l.locks[key]
 	if m == nil {
 		m = &refMutex{}
-		l.locks[uid] = m
+		l.locks[key] = m
 	}
 	m.refs++
 	l.mu.Unlock()
@@ -44,7 +43,7 @@ func (l *exposureLocks) lock(uid types.UID) (unlock func()) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if m.refs--; m.refs == 0 {
-			delete(l.locks, uid)
+			delete(l.locks, key)
 		}
 	}
 }

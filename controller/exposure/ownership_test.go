@@ -34,9 +34,9 @@ func TestIngressNeverShowsThePrivateVIPOfAPublicExposure(t *testing.T) {
 	}
 }
 
-func TestExposureLocksSerialise(t *testing.T) {
+func TestKeyedLocksSerialise(t *testing.T) {
 	var (
-		l       exposureLocks
+		l       keyedLocks[types.UID]
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		inside  int

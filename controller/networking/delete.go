@@ -7,6 +7,7 @@ package networking
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -35,7 +36,7 @@ type Deletion struct {
 func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alpha1.ExposureStatus) error {
 	m, bestEffort := d.Mark, d.BestEffort
 
-	vipPorts, err := s.findVIPPorts(ctx, m, status)
+	vipPorts, taken, err := s.findVIPPorts(ctx, m, status)
 	if err != nil {
 		return err
 	}
@@ -50,18 +51,25 @@ func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alp
 	}
 	done := func() error { return errors.Join(errs...) }
 
+	// Decided before the status is cleared below, as the floating IPs' owners are. Without
+	// the Nodes, a forced deletion goes on with the recorded node ports.
+	managed, err := managedPorts(ctx, d.NodeIPs, status)
+	if !keepGoing(err) {
+		return done()
+	}
+
 	// Whose each floating IP is, decided once, before the status is cleared below.
 	owners := FloatingIPOwnersOf(m, d.PinnedAddress, status)
+	owners.taken = taken
 
 	for _, port := range vipPorts {
 		vip := openstack.PortAddress(port, "")
 		if vip != "" {
-			// The port holds each VIP as a fixed IP (one per IP family), so a pair of any of
-			// them anywhere in the network is this extension's.
-			all := func(*ports.Port) bool { return true }
+			// The port holds each VIP as a fixed IP (one per IP family); only the node ports
+			// the exposure put a pair on lose it, as in reconcile.
 			var err error
 			for _, fixed := range port.FixedIPs {
-				if err = s.removePairs(ctx, pairRemoval{networkID: port.NetworkID, vip: fixed.IPAddress, vipPortID: port.ID, accept: all}); err != nil {
+				if err = s.removePairs(ctx, pairRemoval{networkID: port.NetworkID, vip: fixed.IPAddress, vipPortID: port.ID, accept: managed}); err != nil {
 					break
 				}
 			}
@@ -106,8 +114,8 @@ func (s *Service) DeleteFrontDoor(ctx context.Context, d Deletion, status *v1alp
 	}
 
 	if status.VIPAddress != "" && status.NetworkID != "" {
-		// The port is gone already, but pairs may remain.
-		keepGoing(s.removeStalePairs(ctx, d.NodeIPs, status))
+		// The port is gone already (or someone bound it), but pairs may remain.
+		keepGoing(s.removeStalePairs(ctx, managed, status))
 	}
 	if status.FloatingIPID != "" {
 		// The port is gone already, its floating IP may remain.
@@ -134,7 +142,7 @@ func (s *Service) deleteMarkedFloatingIPs(ctx context.Context, owners FloatingIP
 	}
 	var errs []error
 	for _, fip := range marked {
-		if owners.Of(&fip) != FloatingIPOurs {
+		if owners.Of(&fip) != FloatingIPOurs || owners.onTakenPort(&fip) {
 			continue
 		}
 		s.log.Info("Deleting a floating IP with the cluster's owner mark", "floatingIP", fip.FloatingIP)
@@ -151,68 +159,69 @@ func clearFloatingIP(status *v1alpha1.ExposureStatus) {
 
 // findVIPPorts returns the VIP ports of the cluster: the one in the status and every
 // unbound port with the cluster's port name that carries the cluster's tags, or no tags
-// but lies in the status' network (the tagging after the create may have failed).
-func (s *Service) findVIPPorts(ctx context.Context, m Mark, status *v1alpha1.ExposureStatus) (map[string]*ports.Port, error) {
+// but lies in the status' network (the tagging after the create may have failed). taken
+// holds the IDs of such ports that are bound to a device now: someone else's, never
+// deleted, and neither are their floating IPs.
+func (s *Service) findVIPPorts(ctx context.Context, m Mark, status *v1alpha1.ExposureStatus) (vipPorts map[string]*ports.Port, taken map[string]bool, err error) {
 	named, err := s.neutron.ListPorts(ctx, openstack.PortFilter{Name: VIPPortName(m.Identity)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	vipPorts := map[string]*ports.Port{}
-	for i := range named {
-		p := &named[i]
-		if !openstack.IsVIPPortCandidate(p, m.Tags()) || m.ForeignOwner(p) != "" {
-			continue
-		}
-		if len(p.Tags) > 0 || p.ID == status.PortID || (status.NetworkID != "" && p.NetworkID == status.NetworkID) {
+	vipPorts, taken = map[string]*ports.Port{}, map[string]bool{}
+	consider := func(p *ports.Port, recorded bool) {
+		marked := m.ForeignOwner(p) == "" && (len(p.Tags) == 0 || openstack.HasAllTags(p.Tags, m.Tags()))
+		switch {
+		case p.DeviceOwner != "" && (recorded || (marked && len(p.Tags) > 0)):
+			s.log.Info("Leaving the VIP port alone: it is bound to a device now", "port", p.ID, "deviceOwner", p.DeviceOwner, "deviceID", p.DeviceID)
+			taken[p.ID] = true
+		case p.DeviceOwner != "":
+		case recorded || (marked && (len(p.Tags) > 0 || (status.NetworkID != "" && p.NetworkID == status.NetworkID))):
 			vipPorts[p.ID] = p
 		}
 	}
-	if status.PortID != "" && vipPorts[status.PortID] == nil {
+	for i := range named {
+		consider(&named[i], named[i].ID == status.PortID)
+	}
+	if status.PortID != "" && vipPorts[status.PortID] == nil && !taken[status.PortID] {
 		p, err := s.neutron.GetPort(ctx, status.PortID)
 		switch {
 		case err == nil:
-			vipPorts[p.ID] = p
+			consider(p, true)
 		case !openstack.IsNotFound(err):
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return vipPorts, nil
+	return vipPorts, taken, nil
 }
 
-// removeStalePairs removes the VIP pair of status after its port is gone. Neutron may
-// have handed the address to another port meanwhile: then nothing is touched. Otherwise
-// only the ports recorded in status.nodePorts and the ports of the current control-plane
-// Nodes lose the pair.
-func (s *Service) removeStalePairs(ctx context.Context, nodeIPsOf func(context.Context) ([]string, error), status *v1alpha1.ExposureStatus) error {
-	var nodes []string
+// managedPorts returns the rule for which ports may lose a VIP pair, the same as in
+// reconcile: the node ports status records and the ports of the current control-plane
+// Nodes. A pair on any other port is someone else's. When the Nodes cannot be read, the
+// rule holds the recorded ports only, and the error is returned with it.
+func managedPorts(ctx context.Context, nodeIPsOf func(context.Context) ([]string, error), status *v1alpha1.ExposureStatus) (func(*ports.Port) bool, error) {
+	var (
+		nodes []string
+		err   error
+	)
 	if nodeIPsOf != nil {
-		var err error
-		if nodes, err = nodeIPsOf(ctx); err != nil {
-			return err
-		}
+		nodes, err = nodeIPsOf(ctx)
 	}
 	nodePortIDs := map[string]bool{}
 	for _, np := range status.NodePorts {
 		nodePortIDs[np.PortID] = true
 	}
-	nodeIPs := map[string]bool{}
-	for _, ip := range nodes {
-		nodeIPs[ip] = true
-	}
-	accept := func(p *ports.Port) bool {
-		if nodePortIDs[p.ID] {
-			return true
-		}
-		for _, ip := range p.FixedIPs {
-			if nodeIPs[ip.IPAddress] {
-				return true
-			}
-		}
-		return false
-	}
+	return func(p *ports.Port) bool {
+		return nodePortIDs[p.ID] || slices.ContainsFunc(p.FixedIPs, func(ip ports.IP) bool { return slices.Contains(nodes, ip.IPAddress) })
+	}, err
+}
+
+// removeStalePairs removes the VIP pairs of status from the managed ports after the VIP
+// port is gone. Neutron may have handed the address to another port meanwhile: then
+// nothing is touched.
+func (s *Service) removeStalePairs(ctx context.Context, managed func(*ports.Port) bool, status *v1alpha1.ExposureStatus) error {
 	var errs []error
 	for _, vip := range allVIPs(status) {
-		errs = append(errs, s.removePairs(ctx, pairRemoval{networkID: status.NetworkID, vip: vip, accept: accept}))
+		errs = append(errs, s.removePairs(ctx, pairRemoval{networkID: status.NetworkID, vip: vip, accept: managed}))
 	}
 	return errors.Join(errs...)
 }
@@ -276,7 +285,7 @@ func (s *Service) deleteOrphanedFloatingIP(ctx context.Context, id string, owner
 		}
 		return err
 	}
-	if owners.Of(fip) != FloatingIPOurs {
+	if owners.Of(fip) != FloatingIPOurs || owners.onTakenPort(fip) {
 		s.log.Info("Leaving a floating IP that is not the exposure's to release", "floatingIP", fip.FloatingIP)
 		return nil
 	}

@@ -247,6 +247,14 @@ type FloatingIPOwners struct {
 	mark Mark
 	// pinnedAddress and pinnedID name the floating IP the user pinned.
 	pinnedAddress, pinnedID string
+	// taken are the cluster's VIP ports that are bound to a device now: a floating IP on
+	// one of them serves that device and is left alone by a deletion.
+	taken map[string]bool
+}
+
+// onTakenPort tells whether fip is associated with a VIP port someone bound to a device.
+func (o FloatingIPOwners) onTakenPort(fip *floatingips.FloatingIP) bool {
+	return fip.PortID != "" && o.taken[fip.PortID]
 }
 
 // FloatingIPOwnersOf fixes whose each floating IP is for the exposure marked m whose

@@ -371,6 +371,35 @@ func TestRulesOnTheFakeNeutron(t *testing.T) {
 				t.Errorf("someone else's floating IP: %v (kept %v), %d floating IPs left", fip, ok, len(w.n.FloatingIPs))
 			}
 		}},
+		{"the deletion removes the VIP pair from the node ports only, a bystander's stays", func(t *testing.T) {
+			w := newWorld("uid-self", nil)
+			node := w.n.AddPort(ports.Port{Name: "cp-0", NetworkID: "net", MACAddress: "fa:16:3e:00:00:01", FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: "198.18.0.21"}}})
+			w.nodes = []Node{{Name: "cp-0", IP: "198.18.0.21"}}
+			w.mustReconcile(t)
+			vip := w.status.VIPAddress
+			bystander := w.n.AddPort(ports.Port{Name: "someone", NetworkID: "net", MACAddress: "fa:16:3e:00:00:02",
+				FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: "198.18.0.22"}}, AllowedAddressPairs: []ports.AddressPair{{IPAddress: vip}}})
+			w.delete(t)
+			if openstack.HasPair(w.n.Ports[node.ID], vip) {
+				t.Error("the node port kept the VIP pair")
+			}
+			if !openstack.HasPair(w.n.Ports[bystander.ID], vip) {
+				t.Error("the deletion removed the bystander's VIP pair")
+			}
+		}},
+		{"a recorded VIP port bound to a device is neither deleted nor robbed of its floating IP", func(t *testing.T) {
+			w := newWorld("uid-self", nil)
+			w.mustReconcile(t)
+			port, fip := w.status.PortID, w.status.FloatingIPID
+			w.n.Ports[port].DeviceOwner, w.n.Ports[port].DeviceID = "compute:nova", "server-1"
+			w.delete(t)
+			if _, ok := w.n.Ports[port]; !ok {
+				t.Error("the bound VIP port was deleted")
+			}
+			if f, ok := w.n.FloatingIPs[fip]; !ok || f.PortID != port {
+				t.Errorf("the bound port's floating IP: %+v (kept %v), want it kept on %s", f, ok, port)
+			}
+		}},
 	} {
 		t.Run(tc.name, tc.run)
 	}

@@ -65,3 +65,21 @@ func withHostname(n *corev1.Node, hostname string) *corev1.Node {
 	n.Status.Addresses[0].Address = hostname
 	return n
 }
+
+// TestControlPlaneNodeChangedDropsWhatItCannotCompare: generic events, events without an
+// object and updates of objects that are no Nodes (metadata only) carry no address or
+// provider ID to compare and are dropped.
+func TestControlPlaneNodeChangedDropsWhatItCannotCompare(t *testing.T) {
+	p := ControlPlaneNodeChanged()
+	metadataOnly := &metav1.PartialObjectMetadata{ObjectMeta: node(true, "p", "198.18.0.11").ObjectMeta}
+
+	for name, passed := range map[string]bool{
+		"generic":           p.Generic(event.GenericEvent{Object: node(true, "p", "198.18.0.11")}),
+		"create of nothing": p.Create(event.CreateEvent{}),
+		"metadata update":   p.Update(event.UpdateEvent{ObjectOld: metadataOnly, ObjectNew: metadataOnly.DeepCopy()}),
+	} {
+		if passed {
+			t.Errorf("%s event passed", name)
+		}
+	}
+}

@@ -121,7 +121,8 @@ const maxMessageLength = 300
 //     on network ownership
 //   - invalid input, TLS certificate verification failures, a missing network in a create
 //     request (NetworkNotFound): ErrorConfigurationProblem
-//   - port security disabled on a port that should get a pair: ErrorConfigurationProblem
+//   - port security disabled on a port that should get a pair, or a port at Neutron's limit
+//     of allowed address pairs: ErrorConfigurationProblem
 //   - other 409 conflicts: transient, no code. They heal by themselves: a concurrent writer,
 //     or the retry of a create whose response was lost and that Neutron executed.
 //   - 404: transient (a port or floating IP vanished under an update, e.g. during a node
@@ -195,9 +196,19 @@ func classify(err error, op string, lookup bool) error {
 		code = gardencorev1beta1.ErrorInfraResourcesDepleted
 		e.Transient = true
 		e.Hint = "free addresses in the subnet or floating pool, or choose another one"
+	case (e.Type == "IpAddressAlreadyAllocated" || e.Type == "IpAddressInUse") && strings.Contains(resp.URL, "/floatingips"):
+		// The address asked of the floating pool: the pinned floatingIP, or the published
+		// address allocated again after it was deleted.
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "another floating IP or port holds that address of the floating pool: release it there, or pin a free floatingIP in the providerConfig"
 	case e.Type == "IpAddressAlreadyAllocated" || e.Type == "IpAddressInUse":
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "choose a free vipAddress in the providerConfig"
+	case e.Type == "AllowedAddressPairExhausted":
+		// Neutron's max_allowed_address_pair (10 by default) per port; a dual-stack exposure
+		// puts two pairs on each node port.
+		code = gardencorev1beta1.ErrorConfigurationProblem
+		e.Hint = "the node port has as many allowed address pairs as Neutron's max_allowed_address_pair permits: remove pairs it no longer needs, or ask the cloud admin to raise the limit"
 	case e.Type == "ExternalGatewayForFloatingIPNotFound":
 		code = gardencorev1beta1.ErrorConfigurationProblem
 		e.Hint = "connect the node subnet through a router with a gateway to the floating pool network"

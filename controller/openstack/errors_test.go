@@ -17,13 +17,14 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 )
 
-// TestM8ErrorCodesMatchGardenerRetries checks each classification against what gardenlet
+// TestErrorCodesMatchGardenerRetries checks each classification against what gardenlet
 // does with it (HasNonRetryableErrorCode): a conflict that heals by itself must not stop
 // the retries, a wrong configured ID must.
-func TestM8ErrorCodesMatchGardenerRetries(t *testing.T) {
-	resp := func(code int, body string) error {
-		return gophercloud.ErrUnexpectedResponseCode{Actual: code, Body: []byte(body), URL: "http://x/v2.0/floatingips", Method: "POST"}
+func TestErrorCodesMatchGardenerRetries(t *testing.T) {
+	respAt := func(url string, code int, body string) error {
+		return gophercloud.ErrUnexpectedResponseCode{Actual: code, Body: []byte(body), URL: url, Method: "POST"}
 	}
+	resp := func(code int, body string) error { return respAt("http://x/v2.0/floatingips", code, body) }
 	for _, tc := range []struct {
 		name         string
 		err          error
@@ -41,6 +42,12 @@ func TestM8ErrorCodesMatchGardenerRetries(t *testing.T) {
 			code: gardencorev1beta1.ErrorInfraResourcesDepleted, hint: "free addresses"},
 		{name: "subnet exhausted", err: resp(409, `{"NeutronError":{"type":"IpAddressGenerationFailure","message":"No more IP addresses available on network x."}}`),
 			code: gardencorev1beta1.ErrorInfraResourcesDepleted, hint: "free addresses"},
+		{name: "the floating IP's address held elsewhere", err: resp(409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"IP address 198.19.0.5 already allocated in subnet x"}}`),
+			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem, hint: "pin a free floatingIP"},
+		{name: "the VIP's address held elsewhere", err: respAt("http://x/v2.0/ports", 409, `{"NeutronError":{"type":"IpAddressAlreadyAllocated","message":"IP address 198.18.0.5 already allocated in subnet x"}}`),
+			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem, hint: "choose a free vipAddress"},
+		{name: "a node port at the limit of allowed address pairs", err: respAt("http://x/v2.0/ports/p1", 400, `{"NeutronError":{"type":"AllowedAddressPairExhausted","message":"The number of allowed address pair exceeds the maximum 10."}}`),
+			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem, hint: "max_allowed_address_pair"},
 		{name: "port security off", err: resp(409, `{"NeutronError":{"type":"AddressPairAndPortSecurityRequired","message":"Port Security must be enabled in order to have allowed address pairs on a port."}}`),
 			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem},
 	} {

@@ -115,3 +115,26 @@ func TestRejectedReauthenticationIsUnauthenticatedAndBacksOff(t *testing.T) {
 		t.Fatalf("%d logins, want 2 (the first and the rejected re-authentication), then a backoff", n)
 	}
 }
+
+// TestPlaintextFollowsTheAuthURLThatWins: the credentials go to the Secret's authURL when it
+// has one, so that URL decides whether they travel without TLS.
+func TestPlaintextFollowsTheAuthURLThatWins(t *testing.T) {
+	for _, tc := range []struct {
+		name, profileURL, secretURL string
+		want                        bool
+	}{
+		{name: "profile over http", profileURL: "http://keystone:5000/v3", want: true},
+		{name: "profile over https", profileURL: "https://keystone:5000/v3"},
+		{name: "scheme in capitals", profileURL: "HTTP://keystone:5000/v3", want: true},
+		{name: "secret over https wins", profileURL: "http://keystone:5000/v3", secretURL: "https://keystone:5000/v3"},
+		{name: "secret over http wins", profileURL: "https://keystone:5000/v3", secretURL: "http://keystone:5000/v3", want: true},
+		{name: "no URL", want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := AuthConfig{AuthURL: tc.profileURL, Credentials: &Credentials{AuthURL: tc.secretURL}}
+			if got := auth.Plaintext(); got != tc.want {
+				t.Errorf("Plaintext() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -498,6 +498,9 @@ func (n *Network) updatePairs(ctx context.Context, port *ports.Port, mutate func
 	for attempt := 0; ; attempt++ {
 		pairs, changed := mutate(current.AllowedAddressPairs)
 		if !changed {
+			// A re-read that needs no write is still the caller's newest view of the port:
+			// its next change of the port (dual stack: the other VIP) starts from it.
+			*port = *current
 			return false, nil
 		}
 		revision := current.RevisionNumber

@@ -7,15 +7,18 @@ package exposure_test
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	corev1 "k8s.io/api/core/v1"
 
@@ -245,4 +248,44 @@ func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
 	if after := taggedPorts(t, ctx, e, identity); len(after) != 1 || after[0].ID != portsNow[0].ID {
 		t.Errorf("the VIP port was not kept across the error: %d ports", len(after))
 	}
+}
+
+// TestNodePortAtThePairLimit: a node port that already carries as many allowed address
+// pairs as Neutron allows (max_allowed_address_pair, 10 by default) cannot take the VIP's.
+// The status says so in one sentence with ERR_CONFIGURATION_PROBLEM and names the limit,
+// not the providerConfig; once the user frees a pair, the next reconciliation succeeds.
+func TestNodePortAtThePairLimit(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	setPairs := func(n int) {
+		t.Helper()
+		var pairs []ports.AddressPair
+		for _, ip := range ownPairs {
+			pairs = append(pairs, ports.AddressPair{IPAddress: ip})
+		}
+		for i := range n - len(ownPairs) {
+			pairs = append(pairs, ports.AddressPair{IPAddress: fmt.Sprintf("10.251.0.%d/32", i+1)})
+		}
+		if _, err := ports.Update(ctx, e.neutron.ServiceClient(), nodes[0].port, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
+			t.Fatalf("giving the node port %d pairs: %v", n, err)
+		}
+	}
+	setPairs(10)
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, exp, id)
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	le := got.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) || !strings.Contains(le.Description, "max_allowed_address_pair") {
+		t.Errorf("lastError %q %v, want %s naming max_allowed_address_pair", le.Description, le.Codes, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	oneSentence(t, le.Description)
+
+	setPairs(9)
+	triggerReconcile(t, ctx, e, exp, nil)()
 }

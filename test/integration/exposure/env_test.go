@@ -86,15 +86,28 @@ type controllerUnderTest struct {
 	clock    *clocktesting.FakeClock
 }
 
+// controllerSetup is what a test may change of the controller it starts.
+type controllerSetup struct {
+	actuator exposure.ActuatorOptions
+	// workers is the exposure controller's MaxConcurrentReconciles: one unless a test
+	// races reconciliations (production runs five).
+	workers int
+}
+
+// actuatorOptions changes the actuator's options.
+func actuatorOptions(change func(*exposure.ActuatorOptions)) func(*controllerSetup) {
+	return func(s *controllerSetup) { change(&s.actuator) }
+}
+
 // startController starts the controller. Without options it does not check the front door
 // (exposure.FrontDoorOff): the tests of the controller alone run no agent. The front-door
 // tests pass options that check it.
-func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.ActuatorOptions)) *controllerUnderTest {
+func startController(t *testing.T, e *sharedEnv, options ...func(*controllerSetup)) *controllerUnderTest {
 	t.Helper()
 	metrics := openstack.NewMetrics(prometheus.NewRegistry())
 	clock := clocktesting.NewFakeClock(time.Now())
 	mgr := newManager(t, e)
-	opts := exposure.ActuatorOptions{
+	setup := controllerSetup{workers: 1, actuator: exposure.ActuatorOptions{
 		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
 		AgentImage:     "example.org/kube-vip-agent:test",
 		VerifyInterval: verifyInterval,
@@ -102,14 +115,14 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*exposure.Actua
 		MinBackoff:     200 * time.Millisecond,
 		MaxBackoff:     2 * time.Second,
 		FrontDoorProbe: exposure.FrontDoorOff,
-	}
+	}}
 	for _, o := range options {
-		o(&opts)
+		o(&setup)
 	}
-	actuator := exposure.NewActuator(mgr, opts)
+	actuator := exposure.NewActuator(mgr, setup.actuator)
 	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{
 		Actuator:   actuator,
-		Controller: controller.Options{MaxConcurrentReconciles: 1},
+		Controller: controller.Options{MaxConcurrentReconciles: setup.workers},
 	}); err != nil {
 		t.Fatalf("adding controller: %v", err)
 	}

@@ -263,12 +263,12 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	lan := newFrontDoorLAN(t)
-	startController(t, e, func(o *exposure.ActuatorOptions) {
+	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
 		o.FrontDoorProbe = exposure.FrontDoorTCP
 		o.Dial = lan.h.Client().DialContext
 		o.FrontDoorWait = 2 * time.Minute
 		o.AgentRefreshInterval = time.Second
-	})
+	}))
 	id := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, id, 2)
 	exp := newExposure(exposureOptions{name: "frontdoor-" + id[len(id)-8:], nodes: nodes})
@@ -411,13 +411,13 @@ func TestFrontDoorThatNeverWorksBecomesAClearError(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	startController(t, e, func(o *exposure.ActuatorOptions) {
+	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
 		o.FrontDoorProbe = exposure.FrontDoorTCP
 		o.FrontDoorWait = 5 * time.Second
 		o.Dial = func(context.Context, string, string) (net.Conn, error) {
 			return nil, errors.New("not expected: no agent holds the Lease")
 		}
-	})
+	}))
 	id := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, id, 1)
 	exp := newExposure(exposureOptions{name: "frontdoor-err-" + id[len(id)-8:], nodes: nodes})

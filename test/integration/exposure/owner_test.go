@@ -6,8 +6,10 @@ package exposure_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +112,69 @@ func TestSecondExposureRefused(t *testing.T) {
 	if got.Status.Ingress[0].IP != owner.fip {
 		t.Errorf("the owner's ingress %v after the refused exposure's deletion, want %s", got.Status.Ingress, owner.fip)
 	}
+}
+
+// TestExposuresCreatedAtOnceGetOneFrontDoor: two exposures of one cluster created at the
+// same instant, reconciled by the production's five workers, claim the front door one
+// after the other: one Succeeds, the other is refused, and Neutron holds one VIP port and
+// one floating IP of the cluster. Deleting the refused one leaves the front door.
+func TestExposuresCreatedAtOnceGetOneFrontDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	startController(t, e, func(s *controllerSetup) { s.workers = 5 })
+
+	twins := []*extensionsv1alpha1.SelfHostedShootExposure{
+		newExposure(exposureOptions{name: id + "-a", nodes: nodes}),
+		newExposure(exposureOptions{name: id + "-b", nodes: nodes}),
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		for _, x := range twins {
+			_ = e.cp.Client.Delete(ctx, x)
+			_ = waitGone(ctx, e, x)
+		}
+		forceCleanup(ctx, e, id)
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, len(twins))
+	for i, x := range twins {
+		wg.Go(func() { errs[i] = e.cp.Client.Create(ctx, x) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+
+	var won, refused []*extensionsv1alpha1.SelfHostedShootExposure
+	for _, x := range twins {
+		x = waitFor(t, ctx, e, x, x.Name+"'s first result", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+			return succeeded(x) || failedReconcile(x)
+		})
+		if succeeded(x) {
+			won = append(won, x)
+		} else {
+			refused = append(refused, x)
+		}
+	}
+	if len(won) != 1 || len(refused) != 1 {
+		t.Fatalf("%d exposures succeeded and %d failed, want one each; Neutron has %d VIP ports of the cluster", len(won), len(refused), len(taggedPorts(t, ctx, e, id)))
+	}
+	door := readFrontDoor(t, ctx, e, won[0])
+	if le := refused[0].Status.LastError; !strings.Contains(le.Description, ns+"/"+won[0].Name) || !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
+		t.Errorf("the refused exposure's lastError %q %v does not name %s/%s with %s", le.Description, le.Codes, ns, won[0].Name, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	if tagged := taggedPorts(t, ctx, e, id); len(tagged) != 1 {
+		t.Errorf("Neutron has %d VIP ports of the cluster, want 1", len(tagged))
+	}
+	if fips := clusterFloatingIPs(t, ctx, e, id); len(fips) != 1 {
+		t.Errorf("Neutron has %d floating IPs of the cluster (%v), want 1", len(fips), fips)
+	}
+	deleteAndWait(t, ctx, e, refused[0])
+	checkFrontDoorIntact(t, ctx, e, door, "after deleting the refused exposure")
 }
 
 // secondExposure creates a second exposure of the cluster, deleted at the end, and waits

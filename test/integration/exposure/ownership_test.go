@@ -19,6 +19,7 @@ import (
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
@@ -63,11 +64,11 @@ func TestUserFloatingIPSurvivesLostStatus(t *testing.T) {
 	deleteKeepsFloatingIP(t, ctx, e, exp, fip.ID)
 }
 
-// vanishedPort creates an exposure with a floating IP the extension allocates, a bystander
-// port (no node) that carries the VIP pair for its own reasons, and then deletes the VIP
-// port behind the controller's back. It returns the nodes, the VIP, the floating IP ID and
-// the bystander port.
-func vanishedPort(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensionsv1alpha1.SelfHostedShootExposure, nodes []nodeFixture, vip, fipID, bystander string) {
+// withBystander creates an exposure with a floating IP the extension allocates and a
+// bystander port (no node) that carries the VIP pair for its own reasons, in the form the
+// extension writes (the bare address, no MAC). It returns the exposure's status and the
+// bystander port.
+func withBystander(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensionsv1alpha1.SelfHostedShootExposure, nodes []nodeFixture, status *v1alpha1.ExposureStatus, bystander string) {
 	t.Helper()
 	identity := useIdentity(t, ctx, e)
 	nodes = createNodes(t, ctx, e, identity, 2)
@@ -81,18 +82,72 @@ func vanishedPort(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensi
 	}
 	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
 
-	pairs := []ports.AddressPair{{IPAddress: status.VIPAddress + "/32"}}
+	pairs := []ports.AddressPair{{IPAddress: status.VIPAddress}}
 	p, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: identity + "-bystander",
 		FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID}}, AllowedAddressPairs: pairs}).Extract()
 	if err != nil {
 		t.Fatalf("creating the bystander port: %v", err)
 	}
 	t.Cleanup(func() { _ = e.neutron.DeletePort(context.Background(), p.ID) })
+	return exp, nodes, status, p.ID
+}
 
+// vanishedPort is withBystander, and then the VIP port is deleted behind the controller's
+// back. It returns the nodes, the VIP, the floating IP ID and the bystander port.
+func vanishedPort(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensionsv1alpha1.SelfHostedShootExposure, nodes []nodeFixture, vip, fipID, bystander string) {
+	t.Helper()
+	exp, nodes, status, bystander := withBystander(t, ctx, e)
 	if err := e.neutron.DeletePort(ctx, status.PortID); err != nil {
 		t.Fatalf("deleting the VIP port behind the controller's back: %v", err)
 	}
-	return exp, nodes, status.VIPAddress, status.FloatingIPID, p.ID
+	return exp, nodes, status.VIPAddress, status.FloatingIPID, bystander
+}
+
+// TestDeleteLeavesABystandersPair: deleting an exposure removes the VIP pair from the node
+// ports it put it on, and leaves the same pair on a port that is no control-plane node's.
+func TestDeleteLeavesABystandersPair(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, nodes, status, bystander := withBystander(t, ctx, e)
+
+	deleteAndWait(t, ctx, e, exp)
+	checkPairs(t, ctx, e, nodes, status.VIPAddress, false)
+	if !hasVIPPair(t, ctx, e, bystander, status.VIPAddress) {
+		t.Error("the deletion removed the VIP pair from a port that is no control-plane node's")
+	}
+}
+
+// TestDeleteLeavesABoundVIPPortAlone: someone bound the VIP port to a server (as
+// OpenStack lets an admin do). Deleting the exposure leaves the port and its floating IP
+// to that server, and removes the exposure nonetheless.
+func TestDeleteLeavesABoundVIPPortAlone(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	startController(t, e)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	door := readFrontDoor(t, ctx, e, waitFor(t, ctx, e, exp, "ingress", succeeded))
+	t.Cleanup(func() { forceCleanup(context.Background(), e, identity) })
+
+	owner, device := "compute:nova", "server-"+identity
+	if _, err := ports.Update(ctx, e.neutron.ServiceClient(), door.portID, ports.UpdateOpts{DeviceOwner: &owner, DeviceID: &device}).Extract(); err != nil {
+		t.Fatalf("binding the VIP port: %v", err)
+	}
+	deleteAndWait(t, ctx, e, exp)
+	port, err := e.neutron.GetPort(ctx, door.portID)
+	if err != nil {
+		t.Fatalf("the bound VIP port after the deletion: %v", err)
+	}
+	if port.DeviceID != device {
+		t.Errorf("the VIP port's device %q, want %s", port.DeviceID, device)
+	}
+	if fips := floatingIPsOfPort(t, ctx, e, door.portID); len(fips) != 1 || fips[0].ID != door.fipID {
+		t.Errorf("the bound port's floating IPs %+v, want %s kept", fips, door.fip)
+	}
 }
 
 func deleteAndWait(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) {

@@ -43,12 +43,12 @@ func TestCloudProfileKeystoneCA(t *testing.T) {
 	t.Cleanup(func() { _, _ = framework.SetCloudProfileConfig(context.Background(), e.cp.Client, original) })
 
 	var warnings logLines
-	startController(t, e, func(o *exposure.ActuatorOptions) {
+	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
 		o.ClientFactory = openstack.NewClientFactory(openstack.FactoryOptions{
 			Metrics: openstack.NewMetrics(prometheus.NewRegistry()),
 			Log:     funcr.New(warnings.add, funcr.Options{}),
 		})
-	})
+	}))
 
 	for _, tc := range []struct {
 		name string
