@@ -123,11 +123,15 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		return status, false, err
 	}
 	internalOnly := in.config.InternalOnly
+	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
+	if dropped := networking.KeepRecordedFamilies(&in.config.Spec, status); len(dropped) > 0 {
+		log.Info("The shoot gained an IP family after the front door was made; the door stays as it is", "subnets", dropped)
+		in.event(corev1.EventTypeWarning, eventFamilyNotAdded, "The shoot's IP families now include the subnets %v, but the front door (VIP %s) was made without them and Gardener publishes it only once: it stays as it is, and the cluster is reached on its published address", dropped, status.VIPAddress)
+	}
 	if err := networking.CheckImmutable(&in.config.Spec, status); err != nil {
 		return status, internalOnly, err
 	}
 	status.FrontDoorPath = a.frontDoorPath(in.config)
-	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
 	if status.Identity == "" {
 		in.recordFirst = func(s *v1alpha1.ExposureStatus) error { return a.patchStatus(ctx, exp, s) }
 	}
@@ -231,6 +235,9 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	door := in.frontDoor()
 	port, created, err := a.vipPort(ctx, svc, door, status)
 	if err != nil {
+		if status.VIPHeldBy != "" {
+			return status, errors.Join(err, a.withdrawPairs(ctx, log, svc, in, status))
+		}
 		return status, err
 	}
 
@@ -259,6 +266,17 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 		status.NodePorts = recordNodePorts(status.NodePorts, nodePorts, pairsErr)
 	}
 	return status, errors.Join(fipErr, pairsErr)
+}
+
+// withdrawPairs takes the VIP pair from the recorded node ports and the pair label from
+// every node, when another port holds the recorded VIP: the agents stop and the nodes no
+// longer answer for an address that is not the cluster's now. Without the label no agent
+// holds the VIP, so nothing waits for a departing agent here.
+func (a *Actuator) withdrawPairs(ctx context.Context, log logr.Logger, svc *networking.Service, in *inputs, status *v1alpha1.ExposureStatus) error {
+	log.Info("Another port holds the VIP: taking the VIP pair from the node ports and the pair label from the nodes", "vip", status.VIPAddress, "holder", status.VIPHeldBy)
+	left, err := svc.ReconcilePairs(ctx, networking.Pairs{NetworkID: status.NetworkID, VIP: status.VIPAddress, OtherVIPs: otherVIPAddresses(status), Managed: portIDs(status.NodePorts)})
+	status.NodePorts = recordNodePorts(status.NodePorts, left, err)
+	return errors.Join(err, a.syncPairLabels(ctx, log, status.VIPAddress, nil, nil, nil))
 }
 
 // vipPort gets or creates the VIP port. An exposure that has recorded none claims the

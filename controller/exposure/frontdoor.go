@@ -92,6 +92,7 @@ const (
 	eventWaiting               = "WaitingForFrontDoor"
 	eventReady                 = "FrontDoorReady"
 	eventLost                  = "FrontDoorLost"
+	eventFamilyNotAdded        = "IPFamilyNotAdded"
 )
 
 // frontDoorState is one look at the front door.

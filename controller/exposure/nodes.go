@@ -28,9 +28,8 @@ import (
 // Nodes: it adds it where missing and removes it from ports of the network that no longer
 // belong to a control-plane Node (never from the VIP port, never other pairs). A former
 // control-plane node keeps its pair while its agent may still hold the VIP (an agent pod
-// on it, or it holds the Lease), and with no control-plane Node observed nothing changes
-// (review M5). It records
-// the node ports in the status. It makes no OpenStack call while the status has no VIP.
+// on it, or it holds the Lease), and with no control-plane Node observed nothing changes.
+// It records the node ports in the status. It makes no OpenStack call while the status has no VIP.
 // A control-plane Node without a port yields an error, so that the caller retries.
 //
 // It holds the exposure's lock (shared with Reconcile and Delete) and works on a fresh
@@ -54,7 +53,8 @@ func (a *Actuator) SyncNodePairs(ctx context.Context, log logr.Logger, cached *e
 	if err != nil {
 		return err
 	}
-	if status.VIPAddress == "" || status.NetworkID == "" {
+	if status.VIPAddress == "" || status.NetworkID == "" || status.VIPHeldBy != "" {
+		// No VIP yet, or another port holds it: no node may carry its pair.
 		return nil
 	}
 	cluster, err := extensionscontroller.GetCluster(ctx, a.reader, exp.Namespace)

@@ -84,8 +84,6 @@ func TestDualStackOnTheFakeNeutron(t *testing.T) {
 		{"a lost VIP port comes back with both recorded VIPs", func(t *testing.T) {
 			w, _ := dualStackWorld(t)
 			v4, v6 := w.status.VIPAddress, w.status.OtherVIPs[0].Address
-			// Neutron disassociates a deleted port's floating IP; the fake does not.
-			_ = w.n.DisassociateFloatingIP(ctx, w.status.FloatingIPID)
 			_ = w.n.DeletePort(ctx, w.status.PortID)
 			w.mustReconcile(t)
 			port := w.n.Ports[w.status.PortID]

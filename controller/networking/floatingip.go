@@ -126,10 +126,16 @@ func (s *Service) replaceFloatingIP(ctx context.Context, fd *FrontDoor, owners F
 			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension and the address is allocated again as floating IP %s without the exposure's description %q: set that description on it, or release it",
 				status.FloatingIPAddress, fip.ID, fd.Mark.Description()), gardencorev1beta1.ErrorInfraDependencies)
 		}
-		if fip.PortID != port.ID {
+		switch fip.PortID {
+		case port.ID:
+		case "":
 			if fip, err = s.neutron.AssociateFloatingIP(ctx, fip.ID, port.ID); err != nil {
 				return err
 			}
+		default:
+			// As for the recorded floating IP: whatever that port serves is not cut off.
+			return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the exposure's floating IP %s was deleted outside of the extension and allocated again as floating IP %s on port %s: disassociate it so that it points at the VIP port %s again",
+				status.FloatingIPAddress, fip.ID, fip.PortID, port.ID), gardencorev1beta1.ErrorInfraDependencies)
 		}
 		s.log.Info("Took the floating IP allocated again with the exposure's address and mark", "floatingIP", fip.FloatingIP, "id", fip.ID)
 		s.record(EventFloatingIPRealloc, "The floating IP %s was deleted; took floating IP %s with the same address and the exposure's description", status.FloatingIPAddress, fip.ID)

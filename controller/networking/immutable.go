@@ -76,6 +76,25 @@ func CheckImmutable(cfg *Spec, status *v1alpha1.ExposureStatus) error {
 	return refuseChange(*c, status)
 }
 
+// KeepRecordedFamilies drops from spec the subnets of IP families the front door was not
+// made with: a shoot migrated to dual stack after its VIP was recorded keeps the door it
+// has, since Gardener publishes the door once, at gardenadm init, and a VIP added later
+// would reach no DNS record. It returns the dropped subnets. A recorded family that is gone
+// from spec is left for CheckImmutable to refuse: that would move the door.
+func KeepRecordedFamilies(spec *Spec, status *v1alpha1.ExposureStatus) (dropped []string) {
+	if status.VIPAddress == "" {
+		return nil
+	}
+	spec.OtherSubnets = slices.DeleteFunc(spec.OtherSubnets, func(o SubnetVIP) bool {
+		if recordedOtherVIP(status, o.SubnetID) != "" {
+			return false
+		}
+		dropped = append(dropped, o.SubnetID)
+		return true
+	})
+	return dropped
+}
+
 // otherFamiliesChange finds a change of the other families' subnets or pinned VIPs: a
 // family added, removed or moved after the VIP was recorded.
 func otherFamiliesChange(cfg *Spec, status *v1alpha1.ExposureStatus) *change {

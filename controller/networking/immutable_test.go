@@ -7,6 +7,7 @@ package networking
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,39 @@ func TestOwnerLookupFailureStopsTheClaim(t *testing.T) {
 	named := []ports.Port{vipPort("p", Mark{Identity: "c1", Owner: "uid-gone"}, time.Time{}, openstack.ShootTag("shoot-a"))}
 	if err := failing.claimFrontDoor(context.Background(), fd, "uid-self", named, &v1alpha1.ExposureStatus{}); err == nil || fd.Mark.Owner != "uid-self" {
 		t.Errorf("claim with a failing lookup: %v, owner %q", err, fd.Mark.Owner)
+	}
+}
+
+// TestKeepRecordedFamilies: a family added to the spec after the VIP was recorded is
+// dropped (the published door stays as it is); a recorded one stays, also when its subnet
+// is gone from the spec, so that CheckImmutable refuses that move; before a VIP is
+// recorded, every family is built.
+func TestKeepRecordedFamilies(t *testing.T) {
+	v6 := SubnetVIP{SubnetID: "sub-v6"}
+	for _, tc := range []struct {
+		name        string
+		status      v1alpha1.ExposureStatus
+		spec        []SubnetVIP
+		want        []SubnetVIP
+		dropped     []string
+		refusedNext bool
+	}{
+		{"IPv6 added to a recorded IPv4 door", v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10"}, []SubnetVIP{v6}, nil, []string{"sub-v6"}, false},
+		{"IPv6 recorded and still configured", v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", OtherVIPs: []v1alpha1.FamilyVIP{{SubnetID: "sub-v6", Address: "fd00::10"}}}, []SubnetVIP{v6}, []SubnetVIP{v6}, nil, false},
+		{"IPv6 recorded and gone from the spec", v1alpha1.ExposureStatus{VIPAddress: "198.18.0.10", OtherVIPs: []v1alpha1.FamilyVIP{{SubnetID: "sub-v6", Address: "fd00::10"}}}, nil, nil, nil, true},
+		{"nothing recorded yet", v1alpha1.ExposureStatus{}, []SubnetVIP{v6}, []SubnetVIP{v6}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{NetworkID: "net", SubnetID: "sub", OtherSubnets: slices.Clone(tc.spec)}
+			status := tc.status
+			status.NetworkID, status.SubnetID = "net", "sub"
+			dropped := KeepRecordedFamilies(&spec, &status)
+			if !slices.Equal(dropped, tc.dropped) || !slices.Equal(spec.OtherSubnets, tc.want) {
+				t.Errorf("dropped %v leaving %v, want %v leaving %v", dropped, spec.OtherSubnets, tc.dropped, tc.want)
+			}
+			if err := CheckImmutable(&spec, &status); (err != nil) != tc.refusedNext {
+				t.Errorf("CheckImmutable after it: %v, want refused %v", err, tc.refusedNext)
+			}
+		})
 	}
 }

@@ -76,9 +76,13 @@ func (s *Service) ReconcilePairs(ctx context.Context, want Pairs) ([]v1alpha1.No
 		ips = append(ips, n.IP)
 		ips = append(ips, n.OtherIPs...)
 	}
-	list, err := s.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: want.NetworkID, FixedIPs: ips})
-	if err != nil {
-		return nil, err
+	var list []ports.Port
+	if len(ips) > 0 {
+		// Without addresses the filter would list every port of the network.
+		var err error
+		if list, err = s.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: want.NetworkID, FixedIPs: ips}); err != nil {
+			return nil, err
+		}
 	}
 	byIP := map[string]ports.Port{}
 	for _, p := range list {

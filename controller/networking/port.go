@@ -119,7 +119,7 @@ func (s *Service) GetOrCreateVIPPort(ctx context.Context, fd *FrontDoor, status 
 	}
 	// Recorded before anything else, so that a later failure does not lose the port. The
 	// recorded VIP is never replaced: CheckImmutable and checkRecordedPort keep the port on it.
-	status.PortID = port.ID
+	status.PortID, status.VIPHeldBy = port.ID, ""
 	if status.VIPAddress == "" {
 		status.VIPAddress = openstack.PortAddress(port, fd.Spec.SubnetID)
 	}
@@ -166,7 +166,8 @@ func (s *Service) explainTakenAddress(ctx context.Context, fd *FrontDoor, spec o
 			Hint:    "will pick it up on the retry"}
 	}
 	if status.VIPAddress != "" {
-		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s is gone and its VIP %s now belongs to port %s (%s, device owner %q): the front door cannot move to another address; free %s in Neutron (delete or re-address port %s) and the VIP port is created again on it",
+		status.VIPHeldBy = holder.ID
+		return v1beta1helper.NewErrorWithCodes(fmt.Errorf("the VIP port %s is gone and its VIP %s now belongs to port %s (%s, device owner %q): the front door cannot move to another address, and the nodes stop answering for it; free %s in Neutron (delete or re-address port %s) and the VIP port is created again on it",
 			status.PortID, spec.IPAddress, holder.ID, holder.Name, holder.DeviceOwner, spec.IPAddress, holder.ID), gardencorev1beta1.ErrorInfraDependencies)
 	}
 	return configError("vipAddress %s is already used by port %s (%s, device owner %q): choose a free vipAddress in the provider config",

@@ -335,13 +335,18 @@ func TestRulesOnTheFakeNeutron(t *testing.T) {
 			w.mustReconcile(t)
 			vip := w.status.VIPAddress
 			_ = w.n.DeletePort(ctx, w.status.PortID)
-			w.n.AddPort(ports.Port{Name: "someone", NetworkID: "net", DeviceOwner: "compute:nova", FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: vip}}})
+			holder := w.n.AddPort(ports.Port{Name: "someone", NetworkID: "net", DeviceOwner: "compute:nova", FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: vip}}})
 			err := w.reconcile(t)
 			if !hasCode(err, gardencorev1beta1.ErrorInfraDependencies) {
 				t.Fatalf("got %v, want %s", err, gardencorev1beta1.ErrorInfraDependencies)
 			}
-			if w.status.VIPAddress != vip {
-				t.Errorf("VIP %s -> %s", vip, w.status.VIPAddress)
+			if w.status.VIPAddress != vip || w.status.VIPHeldBy != holder.ID {
+				t.Errorf("VIP %s -> %s, held by %q; want the VIP kept and held by %s", vip, w.status.VIPAddress, w.status.VIPHeldBy, holder.ID)
+			}
+			_ = w.n.DeletePort(ctx, holder.ID)
+			w.mustReconcile(t)
+			if w.status.VIPAddress != vip || w.status.VIPHeldBy != "" {
+				t.Errorf("once the address is free: VIP %s, held by %q; want %s held by the VIP port again", w.status.VIPAddress, w.status.VIPHeldBy, vip)
 			}
 		}},
 		{"a pinned floating IP survives the deletion, disassociated", func(t *testing.T) {

@@ -187,6 +187,11 @@ type ExposureStatus struct {
 	// address pair.
 	// +optional
 	NodePorts []NodePort `json:"nodePorts,omitempty"`
+	// VIPHeldBy is the port that holds the recorded VIP after the VIP port was lost. While
+	// it is set, no node port carries the VIP pair and no node has the pair label (so no
+	// agent runs): the nodes must not answer for an address another port owns.
+	// +optional
+	VIPHeldBy string `json:"vipHeldBy,omitempty"`
 	// InputsHash fingerprints every input of the OpenStack part of the last successful
 	// reconciliation except spec.endpoints; while it is unchanged, an update of the
 	// endpoints alone makes no OpenStack call.

@@ -157,6 +157,12 @@ func (f *Neutron) DeletePort(_ context.Context, id string) error {
 	defer f.Mu.Unlock()
 	f.wrote("delete port %s", id)
 	delete(f.Ports, id)
+	// As Neutron does: a floating IP on the port is disassociated, not deleted.
+	for _, fip := range f.FloatingIPs {
+		if fip.PortID == id {
+			fip.PortID, fip.FixedIP = "", ""
+		}
+	}
 	return nil
 }
 

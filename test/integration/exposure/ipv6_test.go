@@ -14,6 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	extensionsv1alpha1helper "github.com/gardener/gardener/pkg/api/extensions/v1alpha1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -223,4 +224,47 @@ func withIPv6Subnet(t *testing.T, ctx context.Context, e *sharedEnv) {
 			t.Errorf("restoring the Infrastructure status: %v", err)
 		}
 	})
+}
+
+// TestShootMigratedToDualStackKeepsItsDoor: an IPv4 shoot whose ipFamilies gain IPv6 after
+// its front door was published (Gardener's IPv4 to dual-stack migration) keeps the door it
+// has: the next reconciliation succeeds with the same ingress and the same VIP port, adds
+// no IPv6 VIP that no DNS record would ever name, and says so in an IPFamilyNotAdded
+// Warning Event instead of refusing the exposure for ever.
+func TestShootMigratedToDualStackKeepsItsDoor(t *testing.T) {
+	e := env(t)
+	if e.os.Subnet6ID == "" {
+		t.Skip("the local Neutron has no IPv6 node subnet (an env file of an older hack/openstack.sh)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	withIPv6Subnet(t, ctx, e)
+	startController(t, e)
+	v4, v6 := gardencorev1beta1.IPFamilyIPv4, gardencorev1beta1.IPFamilyIPv6
+	setIPFamilies(t, ctx, e, []gardencorev1beta1.IPFamily{v4})
+	identity := useIdentity(t, ctx, e)
+	nodes := createDualStackNodes(t, ctx, e, identity, 1, true)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	before := waitFor(t, ctx, e, exp, "Succeeded", succeeded)
+	door := readFrontDoor(t, ctx, e, before)
+
+	setIPFamilies(t, ctx, e, []gardencorev1beta1.IPFamily{v4, v6})
+	after := triggerReconcile(t, ctx, e, exp, nil)()
+	if !equality.Semantic.DeepEqual(after.Status.Ingress, before.Status.Ingress) {
+		t.Errorf("status.ingress %v after the migration, want %v", after.Status.Ingress, before.Status.Ingress)
+	}
+	if st := providerStatus(t, after); st.PortID != door.portID || st.VIPAddress != door.vip || len(st.OtherVIPs) != 0 {
+		t.Errorf("after the migration: port %s VIP %s other VIPs %v, want %s %s and none", st.PortID, st.VIPAddress, st.OtherVIPs, door.portID, door.vip)
+	}
+	port, err := e.neutron.GetPort(ctx, door.portID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(port.FixedIPs) != 1 || port.FixedIPs[0].IPAddress != door.vip {
+		t.Errorf("the VIP port's fixed IPs %v, want only %s", port.FixedIPs, door.vip)
+	}
+	if reasons := eventReasons(t, ctx, e, after); !slices.Contains(reasons, "IPFamilyNotAdded") {
+		t.Errorf("Events %v, want an IPFamilyNotAdded", reasons)
+	}
 }

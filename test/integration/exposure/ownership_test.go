@@ -8,17 +8,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -209,6 +212,73 @@ func TestReassignedVIPLeavesPairsAlone(t *testing.T) {
 	checkPairs(t, ctx, e, nodes, vip, true)
 	if !hasVIPPair(t, ctx, e, bystander, vip) {
 		t.Error("the deletion removed the pair of the address's new owner's neighbour")
+	}
+}
+
+// TestReassignedVIPStopsTheNodesAnsweringForIt: the VIP port vanished and Neutron gave its
+// address to another port (a VM's, say). The reconciliation reports the holder with
+// ERR_INFRA_DEPENDENCIES, and takes the VIP pair from the node ports and the pair label
+// from the nodes, so that no agent runs and port security drops any answer for the
+// address: the cluster no longer fights the new owner for it. A bystander's pair stays.
+// Once the address is free again, the VIP port comes back on it with the floating IP, and
+// the pairs and labels return.
+func TestReassignedVIPStopsTheNodesAnsweringForIt(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, nodes, vip, fipID, bystander := vanishedPort(t, ctx, e)
+	before := waitFor(t, ctx, e, exp, "ingress", succeeded)
+
+	holder, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: exp.Name + "-new-owner",
+		FixedIPs: []ports.IP{{SubnetID: e.os.SubnetID, IPAddress: vip}}}).Extract()
+	if err != nil {
+		t.Fatalf("giving the VIP address to another port: %v", err)
+	}
+	holderGone := false
+	t.Cleanup(func() {
+		if !holderGone {
+			_ = e.neutron.DeletePort(context.Background(), holder.ID)
+		}
+	})
+
+	triggerReconcile(t, ctx, e, exp, nil)
+	failed := waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraDependencies)
+	if !strings.Contains(failed.Status.LastError.Description, holder.ID) {
+		t.Errorf("lastError %q does not name the holder %s", failed.Status.LastError.Description, holder.ID)
+	}
+	if st := providerStatus(t, failed); st.VIPHeldBy != holder.ID || st.VIPAddress != vip || len(st.NodePorts) != 0 {
+		t.Errorf("status: held by %q, VIP %s, node ports %v; want held by %s, VIP %s, no node ports", st.VIPHeldBy, st.VIPAddress, st.NodePorts, holder.ID, vip)
+	}
+	checkPairs(t, ctx, e, nodes, vip, false)
+	checkPairLabels(t, ctx, e, nodes, vip, false)
+	if !hasVIPPair(t, ctx, e, bystander, vip) {
+		t.Error("the bystander's VIP pair was removed")
+	}
+
+	if err := e.neutron.DeletePort(ctx, holder.ID); err != nil {
+		t.Fatalf("freeing the address: %v", err)
+	}
+	holderGone = true
+	again := triggerReconcile(t, ctx, e, exp, nil)()
+	st := providerStatus(t, again)
+	if st.VIPAddress != vip || st.VIPHeldBy != "" || st.FloatingIPID != fipID || again.Status.Ingress[0].IP != before.Status.Ingress[0].IP {
+		t.Errorf("after the address was freed: VIP %s held by %q floating IP %s ingress %v; want %s, nobody, %s, %v", st.VIPAddress, st.VIPHeldBy, st.FloatingIPID, again.Status.Ingress, vip, fipID, before.Status.Ingress)
+	}
+	checkPairs(t, ctx, e, nodes, vip, true)
+	checkPairLabels(t, ctx, e, nodes, vip, true)
+}
+
+// checkPairLabels fails unless each node has (want) or lacks the pair label of vip.
+func checkPairLabels(t *testing.T, ctx context.Context, e *sharedEnv, nodes []nodeFixture, vip string, want bool) {
+	t.Helper()
+	for _, n := range nodes {
+		node := &corev1.Node{}
+		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
+			t.Fatal(err)
+		}
+		if has := node.Labels[agentrollout.PairLabel] == agentrollout.PairLabelValue(vip); has != want {
+			t.Errorf("node %s has the pair label %v, want %v (labels %v)", n.name, has, want, node.Labels)
+		}
 	}
 }
 
