@@ -190,6 +190,9 @@ func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.Sel
 		return nil, err
 	}
 	m := networking.MarkOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
+	if m.Namespace, err = a.namespaceUID(ctx, exp.Namespace); err != nil {
+		return nil, err
+	}
 	return &inputs{
 		uid:        exp.UID,
 		namespace:  exp.Namespace,
@@ -236,7 +239,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	port, created, err := a.vipPort(ctx, svc, door, status)
 	if err != nil {
 		if status.VIPHeldBy != "" {
-			return status, errors.Join(err, a.withdrawPairs(ctx, log, svc, in, status))
+			return status, errors.Join(err, a.withdrawPairs(ctx, log, svc, status))
 		}
 		return status, err
 	}
@@ -272,7 +275,7 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 // every node, when another port holds the recorded VIP: the agents stop and the nodes no
 // longer answer for an address that is not the cluster's now. Without the label no agent
 // holds the VIP, so nothing waits for a departing agent here.
-func (a *Actuator) withdrawPairs(ctx context.Context, log logr.Logger, svc *networking.Service, in *inputs, status *v1alpha1.ExposureStatus) error {
+func (a *Actuator) withdrawPairs(ctx context.Context, log logr.Logger, svc *networking.Service, status *v1alpha1.ExposureStatus) error {
 	log.Info("Another port holds the VIP: taking the VIP pair from the node ports and the pair label from the nodes", "vip", status.VIPAddress, "holder", status.VIPHeldBy)
 	left, err := svc.ReconcilePairs(ctx, networking.Pairs{NetworkID: status.NetworkID, VIP: status.VIPAddress, OtherVIPs: otherVIPAddresses(status), Managed: portIDs(status.NodePorts)})
 	status.NodePorts = recordNodePorts(status.NodePorts, left, err)

@@ -144,7 +144,9 @@ func newCluster(t *testing.T, edit func(exp *extensionsv1alpha1.SelfHostedShootE
 	if edit != nil {
 		edit(exp, secret)
 	}
-	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(exp).WithStatusSubresource(exp).WithObjects(objs...)
+	// The exposure's Namespace: its UID is part of the VIP port's mark.
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system", UID: "namespace-uid"}}
+	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(exp, namespace).WithStatusSubresource(exp).WithObjects(objs...)
 	if secret.Name != "" {
 		b = b.WithObjects(secret)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -155,7 +156,7 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		address = "each of " + strings.Join(hostPorts(vipAddresses(status), port), " and ")
 	}
 	if status.FrontDoorPath != v1alpha1.FrontDoorPathFloatingIP || status.FloatingIPAddress == "" {
-		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).", agent.LeaseHolder, address)}
+		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).%s", agent.LeaseHolder, address, ipv6ReachedLocally(status, port))}
 	}
 	// During bootstrap the controller runs in the host network of the node that holds the
 	// VIP, which answers the VIP locally: only the floating IP crosses the router, the
@@ -165,7 +166,24 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		return frontDoorState{reason: reasonFloatingIPNotAnswering, message: fmt.Sprintf("Node %q holds the VIP and %s accepts connections, but the floating IP's %s does not: %v; check the router, the security group and the floating IP's association (on a cloud whose routers do not hairpin, set probeFloatingIP: false in the provider config).",
 			agent.LeaseHolder, address, published, err)}
 	}
-	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.", agent.LeaseHolder, address, published)}
+	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.%s", agent.LeaseHolder, address, published, ipv6ReachedLocally(status, port))}
+}
+
+// ipv6ReachedLocally says so when an IPv6 VIP is published: it has no floating IP whose
+// hairpin would cross the router, and during bootstrap the controller runs on the node
+// that holds the VIP, so its dial proves neither the router nor the security group that
+// outside clients cross. "" when no IPv6 VIP is published.
+func ipv6ReachedLocally(status *v1alpha1.ExposureStatus, port string) string {
+	var v6 []string
+	for _, vip := range vipAddresses(status) {
+		if a, err := netip.ParseAddr(vip); err == nil && !a.Unmap().Is4() {
+			v6 = append(v6, net.JoinHostPort(vip, port))
+		}
+	}
+	if len(v6) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" The IPv6 door %s was reached from the controller's host only, which may be the node that holds it: the router and the node security group are not proven for IPv6 clients outside.", strings.Join(v6, " and "))
 }
 
 // vipAddresses are the exposure's VIPs: the first fixed IP's, then the other families'.

@@ -45,6 +45,7 @@ func TestFrontDoorProvesThePublishedPath(t *testing.T) {
 		{"dual stack, the IPv6 VIP silent", v1alpha1.FrontDoorPathFloatingIP, vip6, []string{vip, fip}, false, reasonNotAnswering, []string{vip, vip6}},
 		{"dual stack, every door answers", v1alpha1.FrontDoorPathFloatingIP, vip6, []string{vip, vip6, fip}, true, reasonHeld, []string{vip, vip6, fip}},
 		{"dual stack internal, the IPv6 VIP silent", v1alpha1.FrontDoorPathVIP, vip6, []string{vip}, false, reasonNotAnswering, []string{vip, vip6}},
+		{"dual stack internal, both VIPs answer", v1alpha1.FrontDoorPathVIP, vip6, []string{vip, vip6}, true, reasonHeld, []string{vip, vip6}},
 	} {
 		var dialed []string
 		a := &Actuator{opts: ActuatorOptions{FrontDoorProbe: FrontDoorTCP, Dial: func(_ context.Context, _, address string) (net.Conn, error) {
@@ -67,6 +68,10 @@ func TestFrontDoorProvesThePublishedPath(t *testing.T) {
 		}
 		if tc.wantReason == reasonFloatingIPNotAnswering && !strings.Contains(got.message, "probeFloatingIP: false") {
 			t.Errorf("%s: message %q does not name the opt-out", tc.name, got.message)
+		}
+		// A published IPv6 VIP is reached from the controller's host only, and Succeeded says so.
+		if noted := strings.Contains(got.message, "IPv6 door [2001:2:0:10::64]:443 was reached from the controller's host only"); got.works && noted != (tc.otherVIP == vip6) {
+			t.Errorf("%s: message %q, want the IPv6 door's local-only note %v", tc.name, got.message, tc.otherVIP == vip6)
 		}
 	}
 }

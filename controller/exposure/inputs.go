@@ -401,3 +401,14 @@ func (a *Actuator) resolveFloatingPool(ctx context.Context, network networking.N
 	in.floatingNetworkID = id
 	return nil
 }
+
+// namespaceUID reads the UID of the exposure's Namespace, part of the mark of its VIP port
+// (networking.Mark.Namespace), through the API reader: one read, no informer on
+// Namespaces.
+func (a *Actuator) namespaceUID(ctx context.Context, name string) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := a.reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return "", fmt.Errorf("reading the Namespace %s: %w", name, err)
+	}
+	return string(ns.UID), nil
+}

@@ -46,6 +46,10 @@ type Mark struct {
 	// also when the exposure object is lost and created again. Empty when the Cluster
 	// names none; the port then carries no shoot tag and can never be taken over.
 	Shoot string
+	// Namespace is the UID of the exposure's Namespace: it outlives the exposure object
+	// too, and unlike the Shoot's UID, which gardenadm keeps in a file on the node, only
+	// this cluster's etcd holds it.
+	Namespace string
 }
 
 // MarkOf returns the mark of an exposure: the recorded identity and owner; an exposure
@@ -99,12 +103,17 @@ func (m Mark) Tags() []string {
 	return append(m.ClusterTags(), openstack.OwnerTag(m.Owner))
 }
 
-// PortTags are the tags the exposure puts on its VIP port: tags() and the shoot's.
+// PortTags are the tags the exposure puts on its VIP port: tags() and the shoot's and the
+// namespace's.
 func (m Mark) PortTags() []string {
-	if m.Shoot == "" {
-		return m.Tags()
+	tags := m.Tags()
+	if m.Shoot != "" {
+		tags = append(tags, openstack.ShootTag(m.Shoot))
 	}
-	return append(m.Tags(), openstack.ShootTag(m.Shoot))
+	if m.Namespace != "" {
+		tags = append(tags, openstack.NamespaceTag(m.Namespace))
+	}
+	return tags
 }
 
 // tagValue returns the value of the port's first tag with the prefix.
@@ -139,7 +148,8 @@ func (m Mark) WithTags(have []string) []string {
 	out := m.PortTags()
 	for _, t := range have {
 		ours := strings.HasPrefix(t, openstack.ClusterTag("")) || strings.HasPrefix(t, openstack.OwnerTagPrefix) ||
-			(m.Shoot != "" && strings.HasPrefix(t, openstack.ShootTagPrefix))
+			(m.Shoot != "" && strings.HasPrefix(t, openstack.ShootTagPrefix)) ||
+			(m.Namespace != "" && strings.HasPrefix(t, openstack.NamespaceTagPrefix))
 		if ours || slices.Contains(out, t) {
 			continue
 		}
@@ -156,8 +166,10 @@ const (
 	PortOurs PortOwner = iota
 	// PortOfLostExposure: the VIP port of an exposure of this cluster that no longer
 	// exists (the object was lost and created again): its owner is no exposure of the
-	// cluster, and its shoot tag names this cluster's Shoot. An exposure that has recorded
-	// no VIP port yet takes it over.
+	// cluster, its shoot tag names this cluster's Shoot, and its namespace tag this
+	// cluster's Namespace (or it has none yet: a port from before that tag, which gets it
+	// at its next verification). An exposure that has recorded no VIP port yet takes it
+	// over.
 	PortOfLostExposure
 	// PortOfLiveExposure: another exposure of this cluster owns it: a cluster has one
 	// front door, a second exposure is refused and touches nothing.
@@ -181,7 +193,8 @@ func (s *Service) OwnerOfPort(ctx context.Context, m Mark, self types.UID, p *po
 			return PortOfLiveExposure, owner, who, err
 		}
 	}
-	if m.Shoot != "" && tagValue(p, openstack.ShootTagPrefix) == m.Shoot {
+	namespace := tagValue(p, openstack.NamespaceTagPrefix)
+	if m.Shoot != "" && tagValue(p, openstack.ShootTagPrefix) == m.Shoot && (namespace == "" || namespace == m.Namespace) {
 		return PortOfLostExposure, owner, "", nil
 	}
 	return PortOfSomeoneElse, owner, "", nil
@@ -214,7 +227,7 @@ func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.
 		case kind == PortOfLostExposure && (lost == nil || p.CreatedAt.Before(lost.CreatedAt)):
 			lost, lostOwner = p, owner
 		case kind == PortOfSomeoneElse && owner != "":
-			s.log.Info("Leaving a VIP port of the same name alone: its owner is no exposure of this cluster, and it is not tagged with this cluster's Shoot", "port", p.ID, "owner", owner)
+			s.log.Info("Leaving a VIP port of the same name alone: its owner is no exposure of this cluster, and it is not tagged with this cluster's Shoot and Namespace", "port", p.ID, "owner", owner)
 		}
 	}
 	if lost != nil {

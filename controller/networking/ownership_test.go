@@ -67,6 +67,12 @@ func TestWithTagsKeepsOthersAndDropsForeignClusterAndOwnerTags(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("tags %v, want %v", got, want)
 	}
+	// A port of an earlier release gets the shoot's and the namespace's tags; stale ones go.
+	got = Mark{Identity: "c1", Owner: "u1", Shoot: "s1", Namespace: "n1"}.WithTags([]string{openstack.NamespaceTag("n0"), "team=a"})
+	want = []string{openstack.TagExtension, openstack.ClusterTag("c1"), openstack.OwnerTag("u1"), openstack.ShootTag("s1"), openstack.NamespaceTag("n1"), "team=a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("tags %v, want %v", got, want)
+	}
 }
 
 func TestMarkTellsForeignOwners(t *testing.T) {

@@ -70,9 +70,10 @@ func vipPort(id string, m Mark, created time.Time, extra ...string) ports.Port {
 
 func TestOwnerOfPort(t *testing.T) {
 	svc := service(networkingtest.NewNeutron(), map[string]string{"uid-live": "kube-system/live", "uid-moved": "kube-system/moved", "uid-recorded": "kube-system/moved"})
-	self := Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a"}
+	self := Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a", Namespace: "ns-a"}
 	owned := func(owner string) Mark { return Mark{Identity: "c1", Owner: owner} }
 	shootA, shootB := openstack.ShootTag("shoot-a"), openstack.ShootTag("shoot-b")
+	nsA, nsB := openstack.NamespaceTag("ns-a"), openstack.NamespaceTag("ns-b")
 	bound := vipPort("p", owned("uid-gone"), time.Time{}, shootA)
 	bound.DeviceOwner = "compute:nova"
 	for _, tc := range []struct {
@@ -86,7 +87,10 @@ func TestOwnerOfPort(t *testing.T) {
 		{"no tags at all", self, ports.Port{ID: "p"}, PortOurs},
 		{"another live exposure's", self, vipPort("p", owned("uid-live"), time.Time{}, shootA), PortOfLiveExposure},
 		{"the recorded owner of a live exposure", self, vipPort("p", owned("uid-recorded"), time.Time{}, shootA), PortOfLiveExposure},
-		{"a lost exposure's of this Shoot", self, vipPort("p", owned("uid-gone"), time.Time{}, shootA), PortOfLostExposure},
+		{"a lost exposure's of this Shoot and Namespace", self, vipPort("p", owned("uid-gone"), time.Time{}, shootA, nsA), PortOfLostExposure},
+		{"a lost exposure's of this Shoot, tagged before the namespace tag", self, vipPort("p", owned("uid-gone"), time.Time{}, shootA), PortOfLostExposure},
+		// A clone that carries the Shoot's UID (a copied disk) has a Namespace of its own.
+		{"a lost owner of this Shoot's UID in another cluster's Namespace", self, vipPort("p", owned("uid-gone"), time.Time{}, shootA, nsB), PortOfSomeoneElse},
 		{"a lost owner of another Shoot", self, vipPort("p", owned("uid-gone"), time.Time{}, shootB), PortOfSomeoneElse},
 		{"a lost owner without a shoot tag", self, vipPort("p", owned("uid-gone"), time.Time{}), PortOfSomeoneElse},
 		{"this cluster's Shoot unknown", Mark{Identity: "c1", Owner: "uid-self"}, vipPort("p", owned("uid-gone"), time.Time{}, shootA), PortOfSomeoneElse},

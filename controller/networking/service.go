@@ -7,11 +7,11 @@
 // the small Neutron interface that declares only the calls it makes.
 //
 // The ownership contract: the extension changes or deletes only what carries its mark
-// (Mark: the cluster's identity, the owning exposure's UID, the Shoot's UID). A VIP port
-// is the exposure's when it has the cluster's name and tags and names no other owner; a
-// port of a lost exposure of the same Shoot is taken over, a live exposure's refuses a
-// second one, anything else (bound, another cluster's, unprovable) is left alone
-// (OwnerOfPort). A floating IP is released only when it carries the mark's description
+// (Mark: the cluster's identity, the owning exposure's UID, the Shoot's UID, the UID of
+// the exposure's Namespace). A VIP port is the exposure's when it has the cluster's name
+// and tags and names no other owner; a port of a lost exposure of the same Shoot and
+// Namespace is taken over, a live exposure's refuses a second one, anything else (bound,
+// another cluster's, unprovable) is left alone (OwnerOfPort). A floating IP is released only when it carries the mark's description
 // and the user has not pinned it (floatingIP, now or when it was adopted); a pinned or
 // foreign one is at most disassociated from the VIP port (FloatingIPOwners). A VIP pair is
 // removed only from the node ports the exposure put it on, and only with the VIP port's

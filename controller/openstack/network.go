@@ -48,6 +48,17 @@ func ShootTag(uid string) string {
 // ShootTagPrefix starts every ShootTag.
 const ShootTagPrefix = "kube-vip-shoot="
 
+// NamespaceTag is the tag that names the exposure's Namespace by its UID. The cluster's
+// API server made that UID and keeps it in etcd, so a clone of a node's disk without the
+// etcd data, or a copied /var/lib/gardenadm, does not carry it, while the Shoot's UID is
+// a file there.
+func NamespaceTag(uid string) string {
+	return NamespaceTagPrefix + uid
+}
+
+// NamespaceTagPrefix starts every NamespaceTag.
+const NamespaceTagPrefix = "kube-vip-namespace="
+
 // maxRevisionRetries bounds the retries of a port update whose revision went stale.
 const maxRevisionRetries = 5
 

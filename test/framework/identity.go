@@ -42,6 +42,20 @@ func SetTechnicalID(ctx context.Context, c client.Client, id string) error {
 	})
 }
 
+// SetShootUID sets status.uid of the shoot in the Cluster of Namespace, as a cluster made
+// from a copy of another's first node (its /var/lib/gardenadm/shoot-uid) would have it.
+func SetShootUID(ctx context.Context, c client.Client, uid string) error {
+	return patchCluster(ctx, c, clusterShoot, "the UID of the Cluster's shoot", func(shoot *map[string]any) error {
+		status, _ := (*shoot)["status"].(map[string]any)
+		if status == nil {
+			status = map[string]any{}
+		}
+		status["uid"] = uid
+		(*shoot)["status"] = status
+		return nil
+	})
+}
+
 // SetCloudProfileConfig replaces the providerConfig of the CloudProfile in the Cluster (a
 // provider-openstack CloudProfileConfig) and returns the one it replaced.
 func SetCloudProfileConfig(ctx context.Context, c client.Client, config map[string]any) (map[string]any, error) {

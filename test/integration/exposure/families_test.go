@@ -22,10 +22,7 @@ import (
 // Neutron has no port of the exposure, nor one holding the asked VIP. Before, the IPv6 subnet
 // got a VIP port and then failed at the floating IP.
 func TestIPv6InputsRefusedBeforeAnyPort(t *testing.T) {
-	e := env(t)
-	if e.os.Subnet6ID == "" {
-		t.Skip("the local Neutron has no IPv6 node subnet (an env file of an older hack/openstack.sh)")
-	}
+	e := ipv6Env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	startController(t, e)

@@ -33,10 +33,7 @@ import (
 // first family's door. A removed IPv6 pair is put back; the deletion leaves no port, no
 // floating IP and no VIP pair.
 func TestIPv6AndDualStackFrontDoors(t *testing.T) {
-	e := env(t)
-	if e.os.Subnet6ID == "" {
-		t.Skip("the local Neutron has no IPv6 node subnet (an env file of an older hack/openstack.sh)")
-	}
+	e := ipv6Env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	withIPv6Subnet(t, ctx, e)
@@ -211,6 +208,16 @@ func setIPFamilies(t *testing.T, ctx context.Context, e *sharedEnv, families []g
 	})
 }
 
+// ipv6Env is env(t) for a test that needs the node network's IPv6 subnet.
+func ipv6Env(t *testing.T) *sharedEnv {
+	t.Helper()
+	e := env(t)
+	if e.os.Subnet6ID == "" {
+		t.Skip("the local Neutron has no IPv6 node subnet (an env file of an older hack/openstack.sh)")
+	}
+	return e
+}
+
 // withIPv6Subnet adds the node network's IPv6 subnet (purpose nodes-ipv6) to the shared
 // Infrastructure's status for the test, as provider-openstack reports a dual-stack shoot's.
 func withIPv6Subnet(t *testing.T, ctx context.Context, e *sharedEnv) {
@@ -232,10 +239,7 @@ func withIPv6Subnet(t *testing.T, ctx context.Context, e *sharedEnv) {
 // no IPv6 VIP that no DNS record would ever name, and says so in an IPFamilyNotAdded
 // Warning Event instead of refusing the exposure for ever.
 func TestShootMigratedToDualStackKeepsItsDoor(t *testing.T) {
-	e := env(t)
-	if e.os.Subnet6ID == "" {
-		t.Skip("the local Neutron has no IPv6 node subnet (an env file of an older hack/openstack.sh)")
-	}
+	e := ipv6Env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	withIPv6Subnet(t, ctx, e)

@@ -6,6 +6,7 @@ package exposure_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -260,6 +261,74 @@ func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
 	if got.Status.Ingress[0].IP != door2.fip {
 		t.Errorf("cluster 2's ingress %v, want %s", got.Status.Ingress, door2.fip)
 	}
+}
+
+// TestClonedClusterOnTheSameNetworkGetsItsOwnDoor: a second cluster made from a copy of
+// the first one's node (same project, shoot name and Shoot UID, the UID being a file on
+// the node) on the same network. Its exposure finds the first cluster's VIP port, whose
+// owner is no exposure of its own: a lost exposure's, by the Shoot UID alone. The port's
+// namespace tag names the first cluster's Namespace, which only that cluster's etcd
+// holds, so the clone gets a front door of its own, and deleting it leaves the first
+// cluster's port and floating IP.
+func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cp2, err := framework.NewControlPlane()
+	if err != nil {
+		t.Fatalf("starting the clone's kube-apiserver: %v", err)
+	}
+	t.Cleanup(func() { _ = cp2.Stop() })
+	if err := framework.Bootstrap(ctx, cp2.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+		t.Fatalf("bootstrapping the clone: %v", err)
+	}
+	e2 := &sharedEnv{cp: cp2, os: e.os, neutron: e.neutron}
+
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	startController(t, e)
+	first := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, first, id)
+	first = waitFor(t, ctx, e, first, "the first cluster's exposure", succeeded)
+	door := readFrontDoor(t, ctx, e, first)
+
+	cluster := &extensionsv1alpha1.Cluster{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	shoot := &gardencorev1beta1.Shoot{}
+	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, shoot); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.SetTechnicalID(ctx, cp2.Client, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.SetShootUID(ctx, cp2.Client, string(shoot.Status.UID)); err != nil {
+		t.Fatal(err)
+	}
+	startController(t, e2)
+	clone := newExposure(exposureOptions{name: id, nodes: nodes})
+	if err := cp2.Client.Create(ctx, clone); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		_ = cp2.Client.Delete(ctx, clone)
+		_ = waitGone(ctx, e2, clone)
+	})
+	clone = waitFor(t, ctx, e2, clone, "the clone's exposure", succeeded)
+	cloneDoor := readFrontDoor(t, ctx, e2, clone)
+	if cloneDoor.portID == door.portID || cloneDoor.fipID == door.fipID {
+		t.Errorf("the clone took the first cluster's front door: %+v", cloneDoor)
+	}
+	if owner := providerStatus(t, clone).Owner; owner != string(clone.UID) {
+		t.Errorf("the clone recorded owner %s, want its own UID %s", owner, clone.UID)
+	}
+	checkFrontDoorIntact(t, ctx, e, door, "after the clone's reconciliation")
+
+	deleteAndWait(t, ctx, e2, clone)
+	checkFrontDoorIntact(t, ctx, e, door, "after deleting the clone's exposure")
 }
 
 // TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,

@@ -60,6 +60,8 @@ var mustAllow = []access{
 	{verb: "list", group: "extensions.gardener.cloud", resource: "infrastructures", namespace: kubeSystem},
 	{verb: "list", group: "extensions.gardener.cloud", resource: "clusters"},
 	{verb: "watch", resource: "nodes"},
+	// The UID of the exposures' Namespace (networking.Mark.Namespace).
+	{verb: "get", resource: "namespaces", name: kubeSystem},
 	// The pair label (agentrollout.PairLabel); RBAC cannot narrow a patch to one label.
 	{verb: "patch", resource: "nodes", name: "n"},
 	{verb: "create", resource: "events", namespace: kubeSystem},
@@ -116,6 +118,10 @@ var rbacCannotDeny = []access{
 
 // mustDeny is what a compromised controller must not be able to do.
 var mustDeny = []access{
+	// Namespaces beyond reading kube-system's.
+	{verb: "list", resource: "namespaces"},
+	{verb: "get", resource: "namespaces", name: metav1.NamespaceDefault},
+	{verb: "update", resource: "namespaces", name: kubeSystem},
 	// Any other Secret: the CA and service-account keys of a self-hosted shoot live there.
 	{verb: "get", resource: "secrets", namespace: kubeSystem, name: "ca"},
 	{verb: "get", resource: "secrets", namespace: kubeSystem, name: "service-account-key"},
