@@ -232,7 +232,7 @@ func (s *Service) claimFrontDoor(ctx context.Context, fd *FrontDoor, self types.
 	}
 	if lost != nil {
 		s.log.Info("Taking over the front door of a lost exposure of this cluster", "port", lost.ID, "owner", lostOwner)
-		s.record(EventFrontDoorTakenOver, "The VIP port %s of the lost exposure %s of this cluster (same Shoot) is taken over with its addresses", lost.ID, lostOwner)
+		s.record(EventFrontDoorTakenOver, "The VIP port %s of the lost exposure %s of this cluster (same Shoot and Namespace) is taken over with its addresses", lost.ID, lostOwner)
 		fd.Mark.Owner = lostOwner
 	}
 	return nil

@@ -21,7 +21,7 @@ func TestKubectlWaitsForVIPHeld(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp, _, _, _ := frontDoor(t, ctx, e)
+	exp, _, _, _ := frontDoor(t, ctx, e, 3)
 
 	bin, err := framework.KubeBinaries()
 	if err != nil {

@@ -27,11 +27,12 @@ import (
 // repairBudget is how long an explicit reconcile may take to repair drift (issue: ≤ 30 s).
 const repairBudget = 30 * time.Second
 
-// frontDoor creates an exposure on three nodes and returns it with its first status.
-func frontDoor(t *testing.T, ctx context.Context, e *sharedEnv) (*extensionsv1alpha1.SelfHostedShootExposure, []nodeFixture, *v1alpha1.ExposureStatus, string) {
+// frontDoor starts the controller, creates an exposure of a new identity on n nodes, waits
+// until it succeeded, and returns it with its first status.
+func frontDoor(t *testing.T, ctx context.Context, e *sharedEnv, n int) (*extensionsv1alpha1.SelfHostedShootExposure, []nodeFixture, *v1alpha1.ExposureStatus, string) {
 	t.Helper()
 	identity := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, identity, 3)
+	nodes := createNodes(t, ctx, e, identity, n)
 	startController(t, e)
 	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
 	create(t, ctx, e, exp, identity)
@@ -87,7 +88,7 @@ func repair(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1al
 // the cluster's identity.
 func driftRepaired(t *testing.T, ctx context.Context, e *sharedEnv, drift func(before *v1alpha1.ExposureStatus) error) (before, after *v1alpha1.ExposureStatus, identity string) {
 	t.Helper()
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
+	exp, nodes, before, identity := frontDoor(t, ctx, e, 3)
 	if err := drift(before); err != nil {
 		t.Fatalf("the drift: %v", err)
 	}
@@ -178,7 +179,7 @@ func TestPinningTheCurrentFloatingIPKeepsIt(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, _, before, _ := frontDoor(t, ctx, e)
+	exp, _, before, _ := frontDoor(t, ctx, e, 3)
 	// Pinned, the floating IP is the user's and outlives the exposure: release it at the end.
 	t.Cleanup(func() { _ = e.neutron.DeleteFloatingIP(context.Background(), before.FloatingIPID) })
 

@@ -40,7 +40,7 @@ func TestSubnetChangeIsRefusedAndTheVIPKept(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, nodes, before, identity := frontDoor(t, ctx, e)
+	exp, nodes, before, identity := frontDoor(t, ctx, e, 3)
 	other := secondSubnet(t, ctx, e)
 
 	patchConfig(t, ctx, e, exp, fmt.Sprintf(`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","subnetID":%q}`, other))

@@ -73,16 +73,7 @@ func TestUserFloatingIPSurvivesLostStatus(t *testing.T) {
 // bystander port.
 func withBystander(t *testing.T, ctx context.Context, e *sharedEnv) (exp *extensionsv1alpha1.SelfHostedShootExposure, nodes []nodeFixture, status *v1alpha1.ExposureStatus, bystander string) {
 	t.Helper()
-	identity := useIdentity(t, ctx, e)
-	nodes = createNodes(t, ctx, e, identity, 2)
-	startController(t, e)
-	exp = newExposure(exposureOptions{name: identity, nodes: nodes})
-	create(t, ctx, e, exp, identity)
-	got := waitFor(t, ctx, e, exp, "ingress", succeeded)
-	status, err := exposure.DecodeStatus(got)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, nodes, status, identity := frontDoor(t, ctx, e, 2)
 	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
 
 	pairs := []ports.AddressPair{{IPAddress: status.VIPAddress}}
@@ -128,11 +119,7 @@ func TestDeleteLeavesABoundVIPPortAlone(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	identity := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, identity, 1)
-	startController(t, e)
-	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
-	create(t, ctx, e, exp, identity)
+	exp, _, _, identity := frontDoor(t, ctx, e, 1)
 	door := readFrontDoor(t, ctx, e, waitFor(t, ctx, e, exp, "ingress", succeeded))
 	t.Cleanup(func() { forceCleanup(context.Background(), e, identity) })
 

@@ -21,7 +21,7 @@ func TestVerificationLeavesOthersPairs(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp, nodes, status, identity := frontDoor(t, ctx, e)
+	exp, nodes, status, identity := frontDoor(t, ctx, e, 3)
 	vip := status.VIPAddress
 
 	bystander, err := ports.Create(ctx, e.neutron.ServiceClient(), ports.CreateOpts{NetworkID: e.os.NetworkID, Name: identity + "-bystander",
