@@ -196,7 +196,8 @@ agent_logs() {
 
 # The node security group admits ICMP and the API ports from anywhere, as a shoot's would, and
 # from the group itself (the other nodes) what a control plane needs between its nodes: etcd's
-# client and peer ports and the kubelet's port.
+# client and peer ports, the kubelet's port and the agents' metrics port (for a kube-apiserver's
+# pod proxy or a Prometheus on another node, as docs/operations.md asks of a shoot's groups).
 sg_rule() { # sg_rule PROTO PORT_MIN PORT_MAX REMOTE (an address prefix or "self") [ETHERTYPE], unless it exists
   local remote port match body ethertype=${5:-IPv4}
   if [ "$4" = self ]; then remote='"remote_group_id":"'"$SECURITY_GROUP_ID"'"' match='.remote_group_id==$sg'; else remote='"remote_ip_prefix":"'"$4"'"' match='.remote_ip_prefix==$r'; fi
@@ -215,11 +216,13 @@ provision() {
   sg_rule tcp 6443 6443 0.0.0.0/0
   sg_rule tcp 2379 2380 self
   sg_rule tcp 10250 10250 self
+  sg_rule tcp 9482 9482 self
   sg_rule ipv6-icmp "" "" ::/0 IPv6
   sg_rule tcp 443 443 ::/0 IPv6
   sg_rule tcp 6443 6443 ::/0 IPv6
   sg_rule tcp 2379 2380 self IPv6
   sg_rule tcp 10250 10250 self IPv6
+  sg_rule tcp 9482 9482 self IPv6
   # the client's route to the node prefix (the router's IPv6 gateway address is known only now)
   ip -n "$CLIENT_NS" -6 route replace "$NODE_PREFIX6" via "$ROUTER_GATEWAY_IP6"
   MTU=$(nt GET "/networks/$NETWORK_ID" | jq -r .network.mtu)

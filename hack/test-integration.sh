@@ -7,8 +7,8 @@
 #
 #   1. the packages that measure no failover, in two streams of about equal length: the
 #      fault matrices (test/integration/faults: the real controller against Neutron through
-#      a fault-injecting proxy) and then foundation and nodes on a Keystone + Neutron of
-#      their own; the exposure package and the rest on the shared Keystone + Neutron. The
+#      a fault-injecting proxy) and then foundation, nodes and packaging on a Keystone +
+#      Neutron of their own; the exposure package and the rest on the shared Keystone + Neutron. The
 #      streams share no sqlite database, no port and no namespace, and neither stream's
 #      Neutron calls queue behind the other's (Neutron, one Python process, is the busiest
 #      part of this phase).
@@ -33,7 +33,7 @@ all=$(tr -s ' ' '\n' <<<"$INTEGRATION_PKGS")
 # What measures failover timings, or drives the agent in network namespaces.
 timed_re="$mod/test/(integration/(agent|vip|election|kubevip|harness)|netns|e2e|nodes|bench/runner)"
 # The second stream of phase 1, on the Keystone + Neutron of its own.
-second_re="$mod/test/integration/(faults|foundation|nodes)"
+second_re="$mod/test/integration/(faults|foundation|nodes|packaging)"
 mapfile -t timed < <(grep -E -x "$timed_re" <<<"$all")
 mapfile -t second < <(grep -E -x "$second_re" <<<"$all")
 mapfile -t calm < <(grep -v -E -x -e "$timed_re" -e "$second_re" <<<"$all")

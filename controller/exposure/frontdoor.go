@@ -85,6 +85,9 @@ const (
 	reasonNotChecked             = "NotChecked"
 )
 
+// frontDoorNotChecked is the VIPHeld message with --front-door-probe=off.
+const frontDoorNotChecked = "The front door is not checked: the controller runs with --front-door-probe=off, which is meant for tests without agents, so Succeeded does not mean that the front door works."
+
 // Event reasons.
 const (
 	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
@@ -237,7 +240,10 @@ func (a *Actuator) awaitFrontDoor(ctx context.Context, log logr.Logger, exp *ext
 			return fmt.Errorf("reading the kube-vip-agent status: %w", err)
 		}
 		status.Agent = agent
-		a.setCondition(exp, status, v1alpha1.ConditionVIPHeld, true, reasonNotChecked, "The front door is not checked (controller option for tests without agents).")
+		// Unknown, not True: Succeeded then says nothing about the front door, and the
+		// status must not read as if it did.
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionVIPHeld, Status: metav1.ConditionUnknown,
+			Reason: reasonNotChecked, Message: frontDoorNotChecked, ObservedGeneration: exp.Generation})
 		return nil
 	}
 	var (

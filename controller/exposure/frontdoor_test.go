@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -121,5 +122,22 @@ func TestPlaintextKeystoneIsWarnedInTheStatus(t *testing.T) {
 		if warned := strings.Contains(c.Message, "plain http"); warned != (tc.reason == reasonVerifiedWithoutTLS) {
 			t.Errorf("%s: message %q", tc.url, c.Message)
 		}
+	}
+}
+
+// TestUncheckedFrontDoorSaysSo: with --front-door-probe=off the VIPHeld condition is
+// Unknown and says that Succeeded does not mean a working front door.
+func TestUncheckedFrontDoorSaysSo(t *testing.T) {
+	cl := newCluster(t, nil)
+	status := &v1alpha1.ExposureStatus{}
+	if err := cl.a.awaitFrontDoor(t.Context(), logr.Discard(), cl.exp, status); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionVIPHeld)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != reasonNotChecked {
+		t.Fatalf("VIPHeld = %+v, want Unknown with reason %s", c, reasonNotChecked)
+	}
+	if !strings.Contains(c.Message, "--front-door-probe=off") || !strings.Contains(c.Message, "Succeeded does not mean") {
+		t.Errorf("VIPHeld message %q does not say that the front door went unchecked", c.Message)
 	}
 }

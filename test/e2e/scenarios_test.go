@@ -6,6 +6,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -205,6 +208,7 @@ func TestKillLeaderAPIServer(t *testing.T) {
 	if holder.Name() == leader.Name() {
 		t.Errorf("the VIP stayed on %s after its kube-apiserver died", leader.Name())
 	}
+	explainedThroughTheAPI(t, ctx, leader.Name(), election.ReasonRelease, `kube_vip_agent_apiserver_healthy{node="`+leader.Name()+`"} 0`)
 	if err := leader.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +216,46 @@ func TestKillLeaderAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, ctx)
+}
+
+// explainedThroughTheAPI follows docs/guides/troubleshooting.md with the kube-apiserver
+// alone, while the old holder's kube-apiserver may be down: the Lease's Event names the
+// move from old with the reason, the taker's log (read as kubectl logs reads it) says the
+// same, and the old holder's metrics, read through the kube-apiserver's pod proxy, show
+// oldMetric, the cause.
+func explainedThroughTheAPI(t *testing.T, ctx context.Context, old, reason, oldMetric string) {
+	t.Helper()
+	from := fmt.Sprintf(" took the Lease from %q (%s)", old, reason)
+	taker := ""
+	// The agent creates the Event after the move, in the background.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := cluster.Client().EventsV1().Events(framework.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Lease" && e.Regarding.Name == agentrollout.LeaseName && strings.HasSuffix(e.Note, from) {
+				taker, _ = strconv.Unquote(strings.TrimSuffix(e.Note, from))
+			}
+		}
+		return taker != "", nil
+	}); err != nil {
+		t.Fatalf("no Event on the Lease says %q: %v", from, err)
+	}
+	log, err := cluster.ContainerLog(ctx, leaderPod(t, ctx, taker), agentrollout.Name, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"msg":"Became leader","node":%q`, taker); !strings.Contains(log, want) || !strings.Contains(log, fmt.Sprintf(`"reason":%q,"previousHolder":%q`, reason, old)) {
+		t.Errorf("the log of %s's agent (through the kube-apiserver) has no line %s with reason %s from %s", taker, want, reason, old)
+	}
+	metrics, err := cluster.Client().CoreV1().Pods(framework.Namespace).ProxyGet("http", leaderPod(t, ctx, old).Name, "9482", "metrics", nil).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("the metrics of %s's agent through the pod proxy: %v", old, err)
+	}
+	if !strings.Contains(string(metrics), oldMetric) {
+		t.Errorf("the metrics of %s's agent have no %s", old, oldMetric)
+	}
 }
 
 // TestRollNewAgentImage: the operator upgrades the chart to a new agent image tag; the

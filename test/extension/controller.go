@@ -297,7 +297,7 @@ func (c *Controller) ControllerLog(ctx context.Context) string {
 	if err != nil || len(pods.Items) == 0 {
 		return fmt.Sprintf("(no controller pod: %v)", err)
 	}
-	log, err := c.cluster.ContainerLog(&pods.Items[0], pods.Items[0].Spec.Containers[0].Name, 8<<10)
+	log, err := c.cluster.ContainerLogFile(&pods.Items[0], pods.Items[0].Spec.Containers[0].Name, 8<<10)
 	if err != nil {
 		return fmt.Sprintf("(log of %s: %v)", pods.Items[0].Name, err)
 	}

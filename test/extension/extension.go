@@ -251,7 +251,7 @@ func (e *Extension) AgentsReport(ctx context.Context) string {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		fmt.Fprintf(&b, "%s on %s: %s %v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
-		log, err := e.cluster.ContainerLog(p, p.Spec.Containers[0].Name, 2<<10)
+		log, err := e.cluster.ContainerLogFile(p, p.Spec.Containers[0].Name, 2<<10)
 		if err != nil {
 			log = fmt.Sprintf("(log: %v)", err)
 		}

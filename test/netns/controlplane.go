@@ -118,6 +118,11 @@ func (h *Harness) configureControlPlane(n *Node, cluster []string, state, cert, 
 		"--service-account-signing-key-file=" + h.pki.saKey,
 		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		"--authorization-mode=RBAC",
+		// As Gardener's kube-apiserver (v1.150.0, deployment.go): it reaches the kubelets
+		// (kubectl logs, exec) by their InternalIP, not by a node name no DNS here resolves.
+		"--kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP",
+		"--kubelet-client-certificate=" + h.pki.adminCert,
+		"--kubelet-client-key=" + h.pki.adminKey,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",

@@ -754,10 +754,23 @@ func kubeBinaries(ctx context.Context, root string) (string, error) {
 	return runScript(ctx, root, nil, "hack/build-kube-binaries.sh", "nodes")
 }
 
-// ContainerLog is the end (at most max bytes) of the newest log the kubelet of the pod's
-// node wrote for the named container. It reads the file, since the test kube-apiservers
-// have no client certificate for the kubelets.
-func (c *Cluster) ContainerLog(pod *corev1.Pod, container string, max int64) (string, error) {
+// ContainerLog is the end (at most max bytes) of the named container's log, read as
+// `kubectl logs` reads it: through the kube-apiserver, which asks the pod's kubelet.
+func (c *Cluster) ContainerLog(ctx context.Context, pod *corev1.Pod, container string, max int64) (string, error) {
+	b, err := c.client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("the log of %s/%s through the kube-apiserver: %w", pod.Name, container, err)
+	}
+	if int64(len(b)) > max {
+		b = b[int64(len(b))-max:]
+	}
+	return string(b), nil
+}
+
+// ContainerLogFile is the end (at most max bytes) of the newest log file the kubelet of
+// the pod's node wrote for the named container: for a report on a cluster whose
+// kube-apiserver may not answer.
+func (c *Cluster) ContainerLogFile(pod *corev1.Pod, container string, max int64) (string, error) {
 	n := c.Node(pod.Spec.NodeName)
 	if n == nil {
 		return "", fmt.Errorf("pod %s is on no node of the cluster", pod.Name)

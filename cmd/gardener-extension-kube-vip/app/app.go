@@ -206,6 +206,9 @@ func run(ctx context.Context, opts *Options) error {
 
 	mgr.GetLogger().Info("Adding controllers to manager", "extensionType", opts.Extension.Completed().Type,
 		"selfHostedShootCluster", opts.General.Completed().SelfHostedShootCluster)
+	if opts.Extension.Completed().FrontDoorProbe == exposure.FrontDoorOff {
+		mgr.GetLogger().Info("WARNING: the front door is not checked (--front-door-probe=off, for tests without agents): Succeeded will not mean that it works")
+	}
 	if err := opts.Switches.Completed().AddToManager(ctx, mgr); err != nil {
 		return fmt.Errorf("could not add controllers to manager: %w", err)
 	}

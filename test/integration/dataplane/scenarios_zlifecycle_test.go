@@ -179,7 +179,7 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the VIP moved from %s to %s; longest outage through the floating IP %s", first, holder, res.Longest().Round(time.Millisecond))
-	log, err := f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10)
+	log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 			n.KillAPIServer()
 		}
 		pod := f.leaderPod(t, ctx, holder.Name())
-		log, err := f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10)
+		log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if log, err = f.cluster.ContainerLog(pod, agentrollout.Name, 64<<10); err != nil {
+		if log, err = f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10); err != nil {
 			t.Fatal(err)
 		}
 		if got := releasedViaPeer.FindAllString(log, -1); len(got) <= releases {

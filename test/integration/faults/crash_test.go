@@ -204,8 +204,8 @@ func TestCrashBetweenEveryTwoCalls(t *testing.T) {
 	e := env(t)
 	controllerBinary(t)
 	clean := crashLifecycle(t, e, run{})
-	runs := pair(points(t, phaseCreate, clean[phaseCreate], faults.Crash, faults.CrashAfter),
-		points(t, phaseDelete, clean[phaseDelete], faults.Crash, faults.CrashAfter))
+	runs := pair(points(t, phaseCreate, clean[phaseCreate], every(faults.Crash, faults.CrashAfter)),
+		points(t, phaseDelete, clean[phaseDelete], every(faults.Crash, faults.CrashAfter)))
 	total := 0
 	for _, r := range runs {
 		t.Run(r.String(), func(t *testing.T) { crashLifecycle(t, e, r) })
