@@ -205,7 +205,9 @@ type ExposureStatus struct {
 	// +optional
 	Agent *AgentStatus `json:"agent,omitempty"`
 	// Conditions tell what works: ConditionOpenStackVerified, ConditionAgentsReady and
-	// ConditionVIPHeld. The exposure reports Succeeded only while all three are True.
+	// ConditionVIPHeld. The exposure reports Succeeded only while all three are True,
+	// unless the controller runs with --front-door-probe=off (tests without agents):
+	// ConditionVIPHeld is then Unknown.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

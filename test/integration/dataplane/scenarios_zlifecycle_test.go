@@ -179,7 +179,9 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the VIP moved from %s to %s; longest outage through the floating IP %s", first, holder, res.Longest().Round(time.Millisecond))
-	log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10)
+	// From the file: the node's kubelet authorizes a log read through the kube-apiserver
+	// that was just killed.
+	log, err := f.cluster.ContainerLogFile(pod, agentrollout.Name, 64<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +332,9 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 			n.KillAPIServer()
 		}
 		pod := f.leaderPod(t, ctx, holder.Name())
-		log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10)
+		// From the file, here and below: the holder's kubelet authorizes a log read through
+		// its own kube-apiserver, which the step kills.
+		log, err := f.cluster.ContainerLogFile(pod, agentrollout.Name, 64<<10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +352,7 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if log, err = f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 64<<10); err != nil {
+		if log, err = f.cluster.ContainerLogFile(pod, agentrollout.Name, 64<<10); err != nil {
 			t.Fatal(err)
 		}
 		if got := releasedViaPeer.FindAllString(log, -1); len(got) <= releases {

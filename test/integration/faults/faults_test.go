@@ -110,12 +110,13 @@ func (p point) String() string {
 	return fmt.Sprintf("%s/%s-%s-%d/%s", p.at, p.call.Method, strings.ReplaceAll(p.call.Class, "/", "_"), p.nth, p.kind)
 }
 
-// Which faults each call gets. The faults whose handling depends on the call run at every
-// call: a lost response (the call committed; is its result found and adopted?), a 409 (the
-// conflict handling of that request) and a 412 (the revision retry of a port update). The
-// others reach only the transport and the generic retry, whatever the call: a 500, a reset
-// connection and a stall take turns over the calls, shifted per phase so that each kind
-// still hits every phase.
+// Which faults each call gets. At every call: a lost response (the call committed; is its
+// result found and adopted?), and the two statuses of a concurrent writer, which no call may
+// take as final: a 409 (a port create must tell it from an address conflict) and a 412 (the
+// revision retry of a port update). The others reach only the transport and the generic
+// retry, whatever the call (errors.go: a 5xx, a reset and a timeout are transient alike): a
+// 500, a reset connection and a stall take turns over the calls, shifted per phase, and
+// every phase has at least three calls, so each kind still hits every phase.
 var (
 	atEveryCall = []faults.Kind{faults.ResponseLost, faults.Status409, faults.Status412}
 	inTurn      = []faults.Kind{faults.Status500, faults.Reset, faults.Stall}
@@ -224,6 +225,11 @@ func TestFaultsAtEveryMutatingCall(t *testing.T) {
 	startController(t, e)
 	clean := lifecycle(t, e, run{})
 	cleanUpdate := lifecycle(t, e, run{update: true})
+	for at, calls := range map[phase][]faults.Call{phaseCreate: clean[phaseCreate], phaseDelete: clean[phaseDelete], phaseUpdate: cleanUpdate[phaseUpdate]} {
+		if len(calls) < len(inTurn) {
+			t.Fatalf("%s made %d mutating calls, fewer than the %d kinds that take turns: some kind would miss it", at, len(calls), len(inTurn))
+		}
+	}
 	runs := pair(points(t, phaseCreate, clean[phaseCreate], sampled(phaseCreate)), points(t, phaseDelete, clean[phaseDelete], sampled(phaseDelete)))
 	for _, p := range points(t, phaseUpdate, cleanUpdate[phaseUpdate], sampled(phaseUpdate)) {
 		runs = append(runs, run{update: true, points: []point{p}})
