@@ -338,8 +338,6 @@ func ctxFor(t testing.TB, parent context.Context, d time.Duration) context.Conte
 	return ctx
 }
 
-// metric reads one gauge from the agent's metrics endpoint on node n; its only label must
-// be the node's name.
 // restoreNodes starts again what a previous subtest stopped: kube-apiservers, links and
 // agents.
 func restoreNodes(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.Cluster) {
@@ -364,6 +362,8 @@ func restoreNodes(ctx context.Context, t *testing.T, h *netns.Harness, c *agent.
 	}
 }
 
+// metric reads one gauge from the agent's metrics endpoint on node n; its only label must
+// be the node's name.
 func metric(ctx context.Context, n *netns.Node, name string) (float64, error) {
 	return sample(ctx, n, name+`{node="`+n.Name()+`"}`)
 }
