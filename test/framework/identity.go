@@ -31,26 +31,23 @@ func UniqueTechnicalID(prefix string) string {
 // controller names and tags its Neutron resources after it, so a fresh ID keeps the
 // resources of one test apart from those of tests sharing the same Neutron.
 func SetTechnicalID(ctx context.Context, c client.Client, id string) error {
-	return patchCluster(ctx, c, clusterShoot, "the technical ID of the Cluster's shoot", func(shoot *map[string]any) error {
-		status, _ := (*shoot)["status"].(map[string]any)
-		if status == nil {
-			status = map[string]any{}
-		}
-		status["technicalID"] = id
-		(*shoot)["status"] = status
-		return nil
-	})
+	return setShootStatus(ctx, c, "technicalID", id, "the technical ID of the Cluster's shoot")
 }
 
 // SetShootUID sets status.uid of the shoot in the Cluster of Namespace, as a cluster made
 // from a copy of another's first node (its /var/lib/gardenadm/shoot-uid) would have it.
 func SetShootUID(ctx context.Context, c client.Client, uid string) error {
-	return patchCluster(ctx, c, clusterShoot, "the UID of the Cluster's shoot", func(shoot *map[string]any) error {
+	return setShootStatus(ctx, c, "uid", uid, "the UID of the Cluster's shoot")
+}
+
+// setShootStatus sets one field of the status of the shoot in the Cluster of Namespace.
+func setShootStatus(ctx context.Context, c client.Client, field, value, what string) error {
+	return patchCluster(ctx, c, clusterShoot, what, func(shoot *map[string]any) error {
 		status, _ := (*shoot)["status"].(map[string]any)
 		if status == nil {
 			status = map[string]any{}
 		}
-		status["uid"] = uid
+		status[field] = value
 		(*shoot)["status"] = status
 		return nil
 	})

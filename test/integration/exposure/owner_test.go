@@ -195,6 +195,21 @@ func secondExposure(t *testing.T, ctx context.Context, e *sharedEnv, id string, 
 	return second, waitFor(t, ctx, e, second, "the refusal", failedReconcile)
 }
 
+// secondCluster starts a kube-apiserver of its own for a second cluster, bootstrapped
+// like the first one's and sharing its OpenStack project.
+func secondCluster(t *testing.T, ctx context.Context, e *sharedEnv, who string) *sharedEnv {
+	t.Helper()
+	cp, err := framework.NewControlPlane()
+	if err != nil {
+		t.Fatalf("starting %s's kube-apiserver: %v", who, err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	if err := framework.Bootstrap(ctx, cp.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+		t.Fatalf("bootstrapping %s: %v", who, err)
+	}
+	return &sharedEnv{cp: cp, os: e.os, neutron: e.neutron}
+}
+
 // TestTwoClustersWithTheSameShootNameDoNotCollide: two clusters (two kube-apiservers, each
 // with its own controller) whose shoots share the project and the name, and so the
 // technical ID, each get their own VIP port and floating IP in the shared OpenStack
@@ -203,18 +218,10 @@ func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cp2, err := framework.NewControlPlane()
-	if err != nil {
-		t.Fatalf("starting the second cluster's kube-apiserver: %v", err)
-	}
-	t.Cleanup(func() { _ = cp2.Stop() })
-	if err := framework.Bootstrap(ctx, cp2.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
-		t.Fatalf("bootstrapping the second cluster: %v", err)
-	}
-	e2 := &sharedEnv{cp: cp2, os: e.os, neutron: e.neutron}
+	e2 := secondCluster(t, ctx, e, "the second cluster")
 
 	id := useIdentity(t, ctx, e)
-	if err := framework.SetTechnicalID(ctx, cp2.Client, id); err != nil {
+	if err := framework.SetTechnicalID(ctx, e2.cp.Client, id); err != nil {
 		t.Fatal(err)
 	}
 	nodes := createNodes(t, ctx, e, id, 1)
@@ -274,15 +281,7 @@ func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cp2, err := framework.NewControlPlane()
-	if err != nil {
-		t.Fatalf("starting the clone's kube-apiserver: %v", err)
-	}
-	t.Cleanup(func() { _ = cp2.Stop() })
-	if err := framework.Bootstrap(ctx, cp2.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
-		t.Fatalf("bootstrapping the clone: %v", err)
-	}
-	e2 := &sharedEnv{cp: cp2, os: e.os, neutron: e.neutron}
+	e2 := secondCluster(t, ctx, e, "the clone")
 
 	id := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, id, 1)
@@ -300,21 +299,21 @@ func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
 	if err := json.Unmarshal(cluster.Spec.Shoot.Raw, shoot); err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.SetTechnicalID(ctx, cp2.Client, id); err != nil {
+	if err := framework.SetTechnicalID(ctx, e2.cp.Client, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := framework.SetShootUID(ctx, cp2.Client, string(shoot.Status.UID)); err != nil {
+	if err := framework.SetShootUID(ctx, e2.cp.Client, string(shoot.Status.UID)); err != nil {
 		t.Fatal(err)
 	}
 	startController(t, e2)
 	clone := newExposure(exposureOptions{name: id, nodes: nodes})
-	if err := cp2.Client.Create(ctx, clone); err != nil {
+	if err := e2.cp.Client.Create(ctx, clone); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		_ = cp2.Client.Delete(ctx, clone)
+		_ = e2.cp.Client.Delete(ctx, clone)
 		_ = waitGone(ctx, e2, clone)
 	})
 	clone = waitFor(t, ctx, e2, clone, "the clone's exposure", succeeded)
