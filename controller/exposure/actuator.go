@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -116,14 +115,12 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	if err != nil {
 		return nil, false, err
 	}
-	// Gather: config, credentials, Infrastructure, control-plane Nodes. Everything is
-	// validated here, before the first side effect.
+	// Gather and validate the inputs before the first side effect (inputs.go).
 	in, err := a.gatherInputs(ctx, exp, cluster, status)
 	if err != nil {
 		return status, false, err
 	}
 	internalOnly := in.config.InternalOnly
-	in.event = func(eventType, reason, format string, args ...any) { a.event(exp, eventType, reason, format, args...) }
 	if dropped := networking.KeepRecordedFamilies(&in.config.Spec, status); len(dropped) > 0 {
 		log.Info("The shoot gained an IP family after the front door was made; the door stays as it is", "subnets", dropped)
 		in.event(corev1.EventTypeWarning, eventFamilyNotAdded, "The shoot's IP families now include the subnets %v, but the front door (VIP %s) was made without them and Gardener publishes it only once: it stays as it is, and the cluster is reached on its published address", dropped, status.VIPAddress)
@@ -132,9 +129,6 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 		return status, internalOnly, err
 	}
 	status.FrontDoorPath = a.frontDoorPath(in.config)
-	if status.Identity == "" {
-		in.recordFirst = func(s *v1alpha1.ExposureStatus) error { return a.patchStatus(ctx, exp, s) }
-	}
 
 	image, err := a.agentImage(in.config.Agent)
 	if err != nil {
@@ -172,44 +166,6 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	return status, internalOnly, a.deployAgent(ctx, exp, in, status)
 }
 
-// gatherInputs resolves config, credentials, Infrastructure and control-plane Nodes.
-func (a *Actuator) gatherInputs(ctx context.Context, exp *extensionsv1alpha1.SelfHostedShootExposure, cluster *extensionscontroller.Cluster, status *v1alpha1.ExposureStatus) (*inputs, error) {
-	if p := exp.Spec.Port; p < 1 || p > 65535 {
-		return nil, configError("spec.port %d is not a TCP port (1-65535): set it to the port of the kube-apiserver", p)
-	}
-	raw, cfg, infra, source, err := a.resolveConfig(ctx, exp, cluster)
-	if err != nil {
-		return nil, err
-	}
-	auth, secretHash, err := a.resolveAuth(ctx, exp, cluster)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := a.controlPlaneNodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	m := networking.MarkOf(status, clusterIdentity(exp, cluster), exp.UID, clusterShoot(cluster))
-	if m.Namespace, err = a.namespaceUID(ctx, exp.Namespace); err != nil {
-		return nil, err
-	}
-	return &inputs{
-		uid:        exp.UID,
-		namespace:  exp.Namespace,
-		status:     status,
-		identity:   m.Identity,
-		mark:       m,
-		source:     source,
-		raw:        raw,
-		config:     cfg,
-		infra:      infra,
-		auth:       auth,
-		secretHash: secretHash,
-		port:       exp.Spec.Port,
-		nodes:      nodes,
-	}, nil
-}
-
 func statusComplete(s *v1alpha1.ExposureStatus, cfg *Config) bool {
 	if s.PortID == "" || s.VIPAddress == "" || s.Ingress == "" {
 		return false
@@ -228,14 +184,15 @@ func ingress(address string) []corev1.LoadBalancerIngress {
 // returns the new status. It returns the status reached so far together with an error.
 func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network networking.Neutron, in *inputs, old *v1alpha1.ExposureStatus) (*v1alpha1.ExposureStatus, error) {
 	cfg := in.config
-	if err := a.validateAgainstNeutron(ctx, network, in); err != nil {
+	floatingNetworkID, err := a.validateAgainstNeutron(ctx, network, in)
+	if err != nil {
 		return nil, err
 	}
 	status := old.DeepCopy()
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
 	svc := networking.NewService(network, networking.Options{Log: log, ExposureOwning: a.exposureOwning, Record: in.record})
-	door := in.frontDoor()
+	door := in.frontDoor(floatingNetworkID)
 	port, created, err := a.vipPort(ctx, svc, door, status)
 	if err != nil {
 		if status.VIPHeldBy != "" {
@@ -318,10 +275,6 @@ func (a *Actuator) finish(exp *extensionsv1alpha1.SelfHostedShootExposure, err e
 		delay = a.opts.MaxBackoff
 	}
 	return &reconcilerutils.RequeueAfterError{Cause: err, RequeueAfter: delay}
-}
-
-func configPath(source ConfigSource) *field.Path {
-	return field.NewPath(string(source))
 }
 
 func nodePortNames(nps []v1alpha1.NodePort) string {

@@ -16,10 +16,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
-	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -60,25 +56,6 @@ func DecodeConfig(raw *runtime.RawExtension) (*v1alpha1.ExposureConfig, error) {
 		return nil, fmt.Errorf("the provider config has kind %s, want ExposureConfig", gvk.Kind)
 	}
 	return decoded, nil
-}
-
-// selectConfig returns the raw provider config: the exposure's own, else the one of the
-// shoot's control-plane worker pool (gardenadm does not copy it into the exposure).
-func selectConfig(exp *extensionsv1alpha1.SelfHostedShootExposure, shoot *gardencorev1beta1.Shoot) (*runtime.RawExtension, ConfigSource) {
-	if exp.Spec.ProviderConfig != nil && len(exp.Spec.ProviderConfig.Raw) > 0 {
-		return exp.Spec.ProviderConfig, SourceExposure
-	}
-	if shoot == nil {
-		return nil, SourceNone
-	}
-	pool := v1beta1helper.ControlPlaneWorkerPoolForShoot(shoot.Spec.Provider.Workers)
-	if pool == nil || pool.ControlPlane == nil || pool.ControlPlane.Exposure == nil || pool.ControlPlane.Exposure.Extension == nil {
-		return nil, SourceNone
-	}
-	if raw := pool.ControlPlane.Exposure.Extension.ProviderConfig; raw != nil && len(raw.Raw) > 0 {
-		return raw, SourceShoot
-	}
-	return nil, SourceNone
 }
 
 // InfrastructureStatus is the part of provider-openstack's InfrastructureStatus that this
@@ -161,44 +138,6 @@ type Config struct {
 
 // NeedsFloatingIP tells whether the exposure has a floating IP.
 func (c *Config) NeedsFloatingIP() bool { return !c.InternalOnly }
-
-// ResolveConfig applies the defaults of the InfrastructureStatus to the provider config.
-func ResolveConfig(cfg *v1alpha1.ExposureConfig, infra *InfrastructureStatus) *Config {
-	c := &Config{
-		Spec: networking.Spec{
-			NetworkID:         deref(cfg.NetworkID),
-			SubnetID:          deref(cfg.SubnetID),
-			FloatingNetworkID: deref(cfg.FloatingNetworkID),
-			FloatingPoolName:  deref(cfg.FloatingPoolName),
-			FloatingIP:        deref(cfg.FloatingIP),
-			VIPAddress:        deref(cfg.VIPAddress),
-			InternalOnly:      cfg.InternalOnly != nil && *cfg.InternalOnly,
-		},
-		ProbeFloatingIP: cfg.ProbeFloatingIP == nil || *cfg.ProbeFloatingIP,
-		Agent:           cfg.Agent,
-	}
-	if c.NetworkID == "" {
-		c.NetworkID = infra.Networks.ID
-	}
-	if c.SubnetID == "" {
-		if s := infra.nodeSubnet(); s != nil {
-			c.SubnetID = s.ID
-		}
-	}
-	if s := infra.subnet(c.SubnetID); s != nil && infra.Networks.ID != "" {
-		c.SubnetCIDR, c.SubnetNetworkID = s.CIDR, infra.Networks.ID
-	}
-	if !c.InternalOnly && c.FloatingNetworkID == "" {
-		pool := infra.Networks.FloatingPool
-		switch c.FloatingPoolName {
-		case "":
-			c.FloatingNetworkID, c.FloatingPoolName = pool.ID, pool.Name
-		case pool.Name:
-			c.FloatingNetworkID = pool.ID
-		}
-	}
-	return c
-}
 
 // ValidateConfig checks the provider config as given (fldPath is its root).
 func ValidateConfig(cfg *v1alpha1.ExposureConfig, fldPath *field.Path) field.ErrorList {

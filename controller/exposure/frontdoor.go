@@ -26,11 +26,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
-	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
-
-// plaintextKeystone is the warning for a Keystone URL without TLS.
-const plaintextKeystone = "Keystone is reached over plain http, so the OpenStack credentials and tokens travel unencrypted; use an https:// Keystone URL (authURL in the credentials Secret or keystoneURL in the CloudProfile)."
 
 // This file decides when the front door works: the exposure reports Succeeded, with its
 // ingress, only once a ready agent holds the current Lease and the VIP answers on
@@ -66,20 +62,16 @@ const DefaultAgentRefreshInterval = 30 * time.Second
 // frontDoorPollInterval is the period of the checks while waiting.
 const frontDoorPollInterval = time.Second
 
-// Condition reasons.
+// Reasons of the AgentsReady and VIPHeld conditions.
 const (
-	reasonVerified = "Verified"
-	// reasonVerifiedWithoutTLS: verified, but Keystone is reached over plain http.
-	reasonVerifiedWithoutTLS = "VerifiedWithoutTLS"
-	reasonVerifyFailed       = "VerifyFailed"
-	reasonAllReady           = "AllReady"
-	reasonNotAllReady        = "NotAllReady"
-	reasonNoAgents           = "NoAgents"
-	reasonHeld               = "Held"
-	reasonHeldNotProbed      = "HeldNotProbed"
-	reasonNoHolder           = "NoHolder"
-	reasonHolderNotReady     = "HolderNotReady"
-	reasonNotAnswering       = "NotAnswering"
+	reasonAllReady       = "AllReady"
+	reasonNotAllReady    = "NotAllReady"
+	reasonNoAgents       = "NoAgents"
+	reasonHeld           = "Held"
+	reasonHeldNotProbed  = "HeldNotProbed"
+	reasonNoHolder       = "NoHolder"
+	reasonHolderNotReady = "HolderNotReady"
+	reasonNotAnswering   = "NotAnswering"
 	// reasonFloatingIPNotAnswering: the VIP answers, the floating IP does not.
 	reasonFloatingIPNotAnswering = "FloatingIPNotAnswering"
 	reasonNotChecked             = "NotChecked"
@@ -87,17 +79,6 @@ const (
 
 // frontDoorNotChecked is the VIPHeld message with --front-door-probe=off.
 const frontDoorNotChecked = "The front door is not checked: the controller runs with --front-door-probe=off, which is meant for tests without agents, so Succeeded does not mean that the front door works."
-
-// Event reasons.
-const (
-	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
-	eventNodePortsChanged      = "NodePortsChanged"
-	eventHolderChanged         = "HolderChanged"
-	eventWaiting               = "WaitingForFrontDoor"
-	eventReady                 = "FrontDoorReady"
-	eventLost                  = "FrontDoorLost"
-	eventFamilyNotAdded        = "IPFamilyNotAdded"
-)
 
 // frontDoorState is one look at the front door.
 type frontDoorState struct {
@@ -317,52 +298,8 @@ func (a *Actuator) RefreshAgent(ctx context.Context, log logr.Logger, exp *exten
 	return a.patchStatus(ctx, exp, status)
 }
 
-// setCondition sets a condition of status (its transition time changes only with its
-// status).
-func (a *Actuator) setCondition(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, typ string, ok bool, reason, message string) {
-	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: exp.Generation}
-	if ok {
-		c.Status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&status.Conditions, c)
-}
-
-// setVerified records the outcome of the OpenStack part in the OpenStackVerified condition.
-// Keystone reached over plain http works, but the condition and a Warning Event say that the
-// credentials travel unencrypted.
-func (a *Actuator) setVerified(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, auth openstack.AuthConfig, err error) {
-	if err == nil {
-		reason, message := reasonVerified, "The VIP port, its floating IP and the node pairs were read back from Neutron and are right."
-		if auth.Plaintext() {
-			reason, message = reasonVerifiedWithoutTLS, message+" Warning: "+plaintextKeystone
-			a.event(exp, corev1.EventTypeWarning, reasonVerifiedWithoutTLS, "%s", plaintextKeystone)
-		}
-		a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, true, reason, message)
-		return
-	}
-	a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, false, reasonVerifyFailed, conditionMessage(err))
-}
-
 // conditionTrue reads a condition from the providerStatus the exposure had.
 func conditionTrue(exp *extensionsv1alpha1.SelfHostedShootExposure, typ string) bool {
 	s, err := DecodeStatus(exp)
 	return err == nil && meta.IsStatusConditionTrue(s.Conditions, typ)
-}
-
-// conditionMessage is err's text, bounded so that the status stays small.
-func conditionMessage(err error) string {
-	const limit = 1000
-	msg := err.Error()
-	if len(msg) > limit {
-		msg = msg[:limit]
-	}
-	return msg
-}
-
-// event records an Event on the exposure; without a recorder it does nothing.
-func (a *Actuator) event(exp *extensionsv1alpha1.SelfHostedShootExposure, eventType, reason, format string, args ...any) {
-	if a.events == nil {
-		return
-	}
-	a.events.Eventf(exp, nil, eventType, reason, reason, format, args...)
 }

@@ -179,10 +179,10 @@ func TestValidateAgainstNeutron(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, "uid-self")
 			in := &inputs{config: &tc.config, status: &v1alpha1.ExposureStatus{}, source: SourceExposure}
-			err := w.a.validateAgainstNeutron(t.Context(), w.n, in)
+			pool, err := w.a.validateAgainstNeutron(t.Context(), w.n, in)
 			if tc.mentions == "" {
-				if err != nil || in.floatingNetworkID != tc.wantPool {
-					t.Errorf("got %v, pool %q; want none and pool %q", err, in.floatingNetworkID, tc.wantPool)
+				if err != nil || pool != tc.wantPool {
+					t.Errorf("got %v, pool %q; want none and pool %q", err, pool, tc.wantPool)
 				}
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
+	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
 )
 
 // DecodeStatus reads the ExposureStatus from status.providerStatus; none gives an empty
@@ -102,4 +104,70 @@ func gardenConditions(existing []gardencorev1beta1.Condition, ours []metav1.Cond
 		return nil
 	}
 	return out
+}
+
+// Reasons of the OpenStackVerified condition.
+const (
+	reasonVerified = "Verified"
+	// reasonVerifiedWithoutTLS: verified, but Keystone is reached over plain http.
+	reasonVerifiedWithoutTLS = "VerifiedWithoutTLS"
+	reasonVerifyFailed       = "VerifyFailed"
+)
+
+// plaintextKeystone is the warning for a Keystone URL without TLS.
+const plaintextKeystone = "Keystone is reached over plain http, so the OpenStack credentials and tokens travel unencrypted; use an https:// Keystone URL (authURL in the credentials Secret or keystoneURL in the CloudProfile)."
+
+// setVerified records the outcome of the OpenStack part in the OpenStackVerified condition.
+// Keystone reached over plain http works, but the condition and a Warning Event say that the
+// credentials travel unencrypted.
+func (a *Actuator) setVerified(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, auth openstack.AuthConfig, err error) {
+	if err == nil {
+		reason, message := reasonVerified, "The VIP port, its floating IP and the node pairs were read back from Neutron and are right."
+		if auth.Plaintext() {
+			reason, message = reasonVerifiedWithoutTLS, message+" Warning: "+plaintextKeystone
+			a.event(exp, corev1.EventTypeWarning, reasonVerifiedWithoutTLS, "%s", plaintextKeystone)
+		}
+		a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, true, reason, message)
+		return
+	}
+	a.setCondition(exp, status, v1alpha1.ConditionOpenStackVerified, false, reasonVerifyFailed, conditionMessage(err))
+}
+
+// setCondition sets a condition of status (its transition time changes only with its
+// status).
+func (a *Actuator) setCondition(exp *extensionsv1alpha1.SelfHostedShootExposure, status *v1alpha1.ExposureStatus, typ string, ok bool, reason, message string) {
+	c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: message, ObservedGeneration: exp.Generation}
+	if ok {
+		c.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, c)
+}
+
+// conditionMessage is err's text, bounded so that the status stays small.
+func conditionMessage(err error) string {
+	const limit = 1000
+	msg := err.Error()
+	if len(msg) > limit {
+		msg = msg[:limit]
+	}
+	return msg
+}
+
+// Event reasons.
+const (
+	eventDeletedWithoutCleanup = "DeletedWithoutOpenStackCleanup"
+	eventNodePortsChanged      = "NodePortsChanged"
+	eventHolderChanged         = "HolderChanged"
+	eventWaiting               = "WaitingForFrontDoor"
+	eventReady                 = "FrontDoorReady"
+	eventLost                  = "FrontDoorLost"
+	eventFamilyNotAdded        = "IPFamilyNotAdded"
+)
+
+// event records an Event on the exposure; without a recorder it does nothing.
+func (a *Actuator) event(exp *extensionsv1alpha1.SelfHostedShootExposure, eventType, reason, format string, args ...any) {
+	if a.events == nil {
+		return
+	}
+	a.events.Eventf(exp, nil, eventType, reason, reason, format, args...)
 }

@@ -10,28 +10,12 @@ import (
 	"fmt"
 	"net/netip"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1beta1helper "github.com/gardener/gardener/pkg/api/core/v1beta1/helper"
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
-
-	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 )
-
-// decodeAndValidate decodes the provider config strictly and checks it as given; the error
-// is the one the exposure's status shows.
-func decodeAndValidate(raw *runtime.RawExtension, source ConfigSource) (*v1alpha1.ExposureConfig, error) {
-	cfg, err := DecodeConfig(raw)
-	if err != nil {
-		return nil, configError("the provider config in %s is invalid: %w", source, err)
-	}
-	if errs := ValidateConfig(cfg, field.NewPath(string(source))); len(errs) > 0 {
-		return nil, configError("fix the provider config: %w", errs.ToAggregate())
-	}
-	return cfg, nil
-}
 
 // ValidateShoot checks the exposure providerConfig of the Shoot's control-plane worker pool
 // offline, with the controller's decoder and checks: it returns the error the exposure's

@@ -157,36 +157,33 @@ func clearFloatingIP(status *v1alpha1.ExposureStatus) {
 	status.FloatingIPID, status.FloatingIPAddress, status.FloatingIPAdopted = "", "", false
 }
 
-// findVIPPorts returns the VIP ports of the cluster: the one in the status and every
-// unbound port with the cluster's port name that carries the cluster's tags, or no tags
-// but lies in the status' network (the tagging after the create may have failed). taken
-// holds the IDs of such ports that are bound to a device now: someone else's, never
-// deleted, and neither are their floating IPs.
+// findVIPPorts returns the VIP ports of the cluster: the one in the status and the others
+// classifyPort calls ours. taken holds the IDs of the recorded port or ours that are bound
+// to a device now: someone else's, never deleted, and neither are their floating IPs.
 func (s *Service) findVIPPorts(ctx context.Context, m Mark, status *v1alpha1.ExposureStatus) (vipPorts map[string]*ports.Port, taken map[string]bool, err error) {
 	named, err := s.neutron.ListPorts(ctx, openstack.PortFilter{Name: VIPPortName(m.Identity)})
 	if err != nil {
 		return nil, nil, err
 	}
 	vipPorts, taken = map[string]*ports.Port{}, map[string]bool{}
-	consider := func(p *ports.Port, recorded bool) {
-		marked := m.ForeignOwner(p) == "" && (len(p.Tags) == 0 || openstack.HasAllTags(p.Tags, m.Tags()))
-		switch {
-		case p.DeviceOwner != "" && (recorded || (marked && len(p.Tags) > 0)):
+	view := portView{mark: m, networkID: status.NetworkID, recordedPortID: status.PortID}
+	consider := func(p *ports.Port) {
+		switch classifyPort(view, p) {
+		case classTaken:
 			s.log.Info("Leaving the VIP port alone: it is bound to a device now", "port", p.ID, "deviceOwner", p.DeviceOwner, "deviceID", p.DeviceID)
 			taken[p.ID] = true
-		case p.DeviceOwner != "":
-		case recorded || (marked && (len(p.Tags) > 0 || (status.NetworkID != "" && p.NetworkID == status.NetworkID))):
+		case classRecorded, classOurs, classOursUntagged:
 			vipPorts[p.ID] = p
 		}
 	}
 	for i := range named {
-		consider(&named[i], named[i].ID == status.PortID)
+		consider(&named[i])
 	}
 	if status.PortID != "" && vipPorts[status.PortID] == nil && !taken[status.PortID] {
 		p, err := s.neutron.GetPort(ctx, status.PortID)
 		switch {
 		case err == nil:
-			consider(p, true)
+			consider(p)
 		case !openstack.IsNotFound(err):
 			return nil, nil, err
 		}

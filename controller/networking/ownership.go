@@ -158,11 +158,93 @@ func (m Mark) WithTags(have []string) []string {
 	return out
 }
 
-// PortOwner says whose a port with the cluster's VIP port name is.
+// portClass is what a port found by the cluster's VIP port name, or holding its VIP, is to
+// an exposure. Claim, reconcile, deletion and the explanation of a taken address all read
+// this one classification, each choosing the classes it acts on.
+type portClass int
+
+const (
+	// classRecorded: the VIP port the status records, unbound.
+	classRecorded portClass = iota
+	// classOurs: unbound, with all of the mark's tags and no other owner.
+	classOurs
+	// classOursUntagged: unbound, without tags, in the exposure's network, and no other
+	// owner in its description: a create whose tagging failed.
+	classOursUntagged
+	// classTaken: the recorded port, or one with the mark's tags and no other owner, that
+	// is bound to a device now: someone uses it, so it and its floating IP stay.
+	classTaken
+	// classUnmarked: unbound and without another owner, but neither with the mark's tags
+	// nor, untagged, in the exposure's network.
+	classUnmarked
+	// classOtherExposure: unbound, another owner with the cluster's tags (or none), and
+	// tagged with this cluster's Shoot and Namespace (or no Namespace yet): another
+	// exposure of this cluster, live or lost.
+	classOtherExposure
+	// classOtherOwner: as classOtherExposure, but nothing proves it this Shoot's.
+	classOtherOwner
+	// classSomeoneElse: bound but not classTaken, or another owner's with another
+	// cluster's tags.
+	classSomeoneElse
+)
+
+// portView is what classifyPort judges a port by.
+type portView struct {
+	mark Mark
+	// self is the exposure's own UID, which counts as ours beside the mark's owner (a
+	// take-over makes the mark name the lost exposure); empty: the mark alone counts.
+	self types.UID
+	// networkID is where an untagged port of ours can be; empty: nowhere.
+	networkID string
+	// recordedPortID is the VIP port the status records; empty: none.
+	recordedPortID string
+}
+
+// otherOwner is the owner of p other than the mark's and self, "" when there is none.
+func (v portView) otherOwner(p *ports.Port) string {
+	owner := v.mark.ForeignOwner(p)
+	if owner == string(v.self) {
+		return ""
+	}
+	return owner
+}
+
+// classifyPort is the one ownership rule for VIP ports; it reads no Neutron state but p.
+func classifyPort(v portView, p *ports.Port) portClass {
+	bound := p.DeviceOwner != ""
+	switch {
+	case v.recordedPortID != "" && p.ID == v.recordedPortID:
+		if bound {
+			return classTaken
+		}
+		return classRecorded
+	case v.otherOwner(p) != "":
+		namespace := tagValue(p, openstack.NamespaceTagPrefix)
+		switch {
+		case bound || (len(p.Tags) > 0 && !openstack.HasAllTags(p.Tags, v.mark.ClusterTags())):
+			return classSomeoneElse
+		case v.mark.Shoot != "" && tagValue(p, openstack.ShootTagPrefix) == v.mark.Shoot && (namespace == "" || namespace == v.mark.Namespace):
+			return classOtherExposure
+		}
+		return classOtherOwner
+	case len(p.Tags) > 0 && openstack.HasAllTags(p.Tags, v.mark.Tags()):
+		if bound {
+			return classTaken
+		}
+		return classOurs
+	case bound:
+		return classSomeoneElse
+	case len(p.Tags) == 0 && v.networkID != "" && p.NetworkID == v.networkID:
+		return classOursUntagged
+	}
+	return classUnmarked
+}
+
+// PortOwner is the claim's verdict on a port with the cluster's VIP port name.
 type PortOwner int
 
 const (
-	// PortOurs: the exposure's own VIP port (its owner, or no owner at all).
+	// PortOurs: no other owner; the claim leaves it to reconcile.
 	PortOurs PortOwner = iota
 	// PortOfLostExposure: the VIP port of an exposure of this cluster that no longer
 	// exists (the object was lost and created again): its owner is no exposure of the
@@ -178,26 +260,26 @@ const (
 	PortOfSomeoneElse
 )
 
-// OwnerOfPort is the one ownership rule for VIP ports. owner is the foreign owner UID and
-// who the live exposure that owns it ("" unless PortOfLiveExposure).
+// OwnerOfPort is classifyPort plus the look-up of live exposures, for the claim. owner is
+// the other owner UID and who the live exposure that owns it ("" unless PortOfLiveExposure).
 func (s *Service) OwnerOfPort(ctx context.Context, m Mark, self types.UID, p *ports.Port) (kind PortOwner, owner, who string, err error) {
-	owner = m.ForeignOwner(p)
-	switch {
-	case owner == "" || owner == string(self):
-		return PortOurs, owner, "", nil
-	case p.DeviceOwner != "" || (len(p.Tags) > 0 && !openstack.HasAllTags(p.Tags, m.ClusterTags())):
+	v := portView{mark: m, self: self}
+	owner = v.otherOwner(p)
+	switch class := classifyPort(v, p); class {
+	case classOtherExposure, classOtherOwner:
+		if s.opts.ExposureOwning != nil {
+			if who, err = s.opts.ExposureOwning(ctx, owner); err != nil || who != "" {
+				return PortOfLiveExposure, owner, who, err
+			}
+		}
+		if class == classOtherExposure {
+			return PortOfLostExposure, owner, "", nil
+		}
+		return PortOfSomeoneElse, owner, "", nil
+	case classSomeoneElse:
 		return PortOfSomeoneElse, owner, "", nil
 	}
-	if s.opts.ExposureOwning != nil {
-		if who, err = s.opts.ExposureOwning(ctx, owner); err != nil || who != "" {
-			return PortOfLiveExposure, owner, who, err
-		}
-	}
-	namespace := tagValue(p, openstack.NamespaceTagPrefix)
-	if m.Shoot != "" && tagValue(p, openstack.ShootTagPrefix) == m.Shoot && (namespace == "" || namespace == m.Namespace) {
-		return PortOfLostExposure, owner, "", nil
-	}
-	return PortOfSomeoneElse, owner, "", nil
+	return PortOurs, owner, "", nil
 }
 
 // claimFrontDoor runs for an exposure that has recorded no VIP port yet. It refuses the

@@ -98,12 +98,15 @@ func (s *Service) GetOrCreateVIPPort(ctx context.Context, fd *FrontDoor, status 
 		fd.RecordFirst = nil
 	}
 	spec := vipPortSpec(fd, status)
-	find := spec
-	find.Tags = fd.Mark.Tags()
-	candidates := slices.DeleteFunc(openstack.VIPPortCandidates(named, find), func(p ports.Port) bool {
-		owner := fd.Mark.ForeignOwner(&p)
-		return owner != "" && owner != string(fd.UID)
-	})
+	// The cluster's ports are found by name in any network, so that a changed network is
+	// noticed; an untagged one counts only in the spec's network.
+	var candidates []ports.Port
+	view := portView{mark: fd.Mark, self: fd.UID, networkID: fd.Spec.NetworkID}
+	for i := range named {
+		if c := classifyPort(view, &named[i]); c == classOurs || c == classOursUntagged {
+			candidates = append(candidates, named[i])
+		}
+	}
 	if port == nil && len(candidates) > 0 {
 		port = pickVIPPort(candidates, status.VIPAddress)
 		if err := openstack.CheckVIPPort(port, spec); err != nil {
@@ -160,7 +163,10 @@ func (s *Service) explainTakenAddress(ctx context.Context, fd *FrontDoor, spec o
 		return errors.Join(err, listErr)
 	}
 	holder := &holders[0]
-	if holder.Name == spec.Name && holder.DeviceOwner == "" && fd.Mark.ForeignOwner(holder) == "" {
+	// Judged by the mark alone and without its tags: any unbound holder of the VIP port's
+	// name that names no other owner is taken for the exposure's own late create.
+	class := classifyPort(portView{mark: fd.Mark, networkID: spec.NetworkID}, holder)
+	if holder.Name == spec.Name && (class == classOurs || class == classOursUntagged || class == classUnmarked) {
 		return &openstack.Error{Op: "create the VIP port", Transient: true,
 			Message: fmt.Sprintf("port %s with the VIP %s was created by an earlier attempt whose response was lost", holder.ID, spec.IPAddress),
 			Hint:    "will pick it up on the retry"}

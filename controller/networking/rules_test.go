@@ -68,6 +68,51 @@ func vipPort(id string, m Mark, created time.Time, extra ...string) ports.Port {
 		NetworkID: "net", FixedIPs: []ports.IP{{SubnetID: "sub", IPAddress: "198.18.0.50"}}}
 }
 
+func TestClassifyPort(t *testing.T) {
+	self := Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a", Namespace: "ns-a"}
+	owned := func(owner string) Mark { return Mark{Identity: "c1", Owner: owner} }
+	shootA, shootB := openstack.ShootTag("shoot-a"), openstack.ShootTag("shoot-b")
+	nsA, nsB := openstack.NamespaceTag("ns-a"), openstack.NamespaceTag("ns-b")
+	bind := func(p ports.Port) ports.Port { p.DeviceOwner = "compute:nova"; return p }
+	in := func(network string, p ports.Port) ports.Port { p.NetworkID = network; return p }
+	untagged := ports.Port{ID: "p", NetworkID: "net", Description: self.Description()}
+	exposure := portView{mark: self, self: "uid-self", networkID: "net"}
+	recorded := portView{mark: self, networkID: "net", recordedPortID: "p"}
+	for _, tc := range []struct {
+		name string
+		view portView
+		port ports.Port
+		want portClass
+	}{
+		{"with the mark's tags", exposure, vipPort("p", self, time.Time{}, shootA), classOurs},
+		{"with the mark's tags in another network", exposure, in("net-2", vipPort("p", self, time.Time{})), classOurs},
+		{"with the mark's tags, bound", exposure, bind(vipPort("p", self, time.Time{})), classTaken},
+		{"untagged in the network", exposure, untagged, classOursUntagged},
+		{"untagged in another network", exposure, in("net-2", untagged), classUnmarked},
+		{"untagged, nowhere known", portView{mark: self}, untagged, classUnmarked},
+		{"untagged, bound", exposure, bind(untagged), classSomeoneElse},
+		{"untagged with another owner's description", exposure, ports.Port{ID: "p", NetworkID: "net", Description: owned("uid-x").Description()}, classOtherOwner},
+		{"from before owners, seen by an owner", exposure, vipPort("p", Mark{Identity: "c1"}, time.Time{}), classUnmarked},
+		{"another cluster's tags without an owner", exposure, vipPort("p", Mark{Identity: "c2"}, time.Time{}), classUnmarked},
+		{"the exposure's own UID after a take-over", portView{mark: owned("uid-lost"), self: "uid-self", networkID: "net"}, vipPort("p", owned("uid-lost"), time.Time{}, openstack.OwnerTag("uid-self")), classOurs},
+		{"the exposure's own UID, judged by the mark alone", portView{mark: owned("uid-lost"), networkID: "net"}, vipPort("p", owned("uid-self"), time.Time{}), classOtherOwner},
+		{"another owner of this Shoot and Namespace", exposure, vipPort("p", owned("uid-x"), time.Time{}, shootA, nsA), classOtherExposure},
+		{"another owner of this Shoot, tagged before the namespace tag", exposure, vipPort("p", owned("uid-x"), time.Time{}, shootA), classOtherExposure},
+		{"another owner of this Shoot in another Namespace", exposure, vipPort("p", owned("uid-x"), time.Time{}, shootA, nsB), classOtherOwner},
+		{"another owner of another Shoot", exposure, vipPort("p", owned("uid-x"), time.Time{}, shootB), classOtherOwner},
+		{"another owner, bound", exposure, bind(vipPort("p", owned("uid-x"), time.Time{}, shootA, nsA)), classSomeoneElse},
+		{"another owner with another cluster's tags", exposure, vipPort("p", Mark{Identity: "c2", Owner: "uid-x"}, time.Time{}, shootA), classSomeoneElse},
+		{"recorded", recorded, vipPort("p", self, time.Time{}), classRecorded},
+		{"recorded, with another owner", recorded, vipPort("p", owned("uid-x"), time.Time{}), classRecorded},
+		{"recorded, bound", recorded, bind(ports.Port{ID: "p"}), classTaken},
+		{"not the recorded one, bound", recorded, bind(ports.Port{ID: "q"}), classSomeoneElse},
+	} {
+		if got := classifyPort(tc.view, &tc.port); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestOwnerOfPort(t *testing.T) {
 	svc := service(networkingtest.NewNeutron(), map[string]string{"uid-live": "kube-system/live", "uid-moved": "kube-system/moved", "uid-recorded": "kube-system/moved"})
 	self := Mark{Identity: "c1", Owner: "uid-self", Shoot: "shoot-a", Namespace: "ns-a"}

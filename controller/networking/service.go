@@ -11,11 +11,12 @@
 // the exposure's Namespace). A VIP port is the exposure's when it has the cluster's name
 // and tags and names no other owner; a port of a lost exposure of the same Shoot and
 // Namespace is taken over, a live exposure's refuses a second one, anything else (bound,
-// another cluster's, unprovable) is left alone (OwnerOfPort). A floating IP is released only when it carries the mark's description
-// and the user has not pinned it (floatingIP, now or when it was adopted); a pinned or
-// foreign one is at most disassociated from the VIP port (FloatingIPOwners). A VIP pair is
-// removed only from the node ports the exposure put it on, and only with the VIP port's
-// own MAC-less pair; other pairs stay. Reconcile and delete use these same two predicates.
+// another cluster's, unprovable) is left alone (classifyPort). A floating IP is released
+// only when it carries the mark's description and the user has not pinned it (floatingIP,
+// now or when it was adopted); a pinned or foreign one is at most disassociated from the
+// VIP port (FloatingIPOwners). A VIP pair is removed only from the node ports the exposure
+// put it on, and only with the VIP port's own MAC-less pair; other pairs stay. Claim,
+// reconcile, delete and the explanation of a taken VIP use these same two rules.
 // What never changes once published (network, subnet, VIP, floating IP, pool,
 // internal-only) is the one rule CheckImmutable, checked before any Neutron call.
 //

@@ -211,30 +211,8 @@ type VIPPortSpec struct {
 	// OtherFixedIPs are the VIPs of the other IP families: one subnet each, with an address
 	// or empty for Neutron to pick.
 	OtherFixedIPs []ports.IP
-	// Tags are set on the port; FindVIPPort matches on all of them.
+	// Tags are set on the port.
 	Tags []string
-}
-
-// VIPPortCandidates returns the ports of the list (listed by the spec's name, in any
-// network, so that a changed network is noticed) that may be the spec's VIP port: unbound
-// (empty device_owner) with all of the spec's tags, or with no tags at all in the spec's
-// network: a Neutron without the tag_ports_during_bulk_creation driver creates the port
-// untagged, and the tagging afterwards may have failed. Ports with the name but other tags,
-// or bound ones, are someone else's.
-func VIPPortCandidates(list []ports.Port, spec VIPPortSpec) []ports.Port {
-	var found []ports.Port
-	for _, p := range list {
-		if IsVIPPortCandidate(&p, spec.Tags) && (len(p.Tags) > 0 || p.NetworkID == spec.NetworkID) {
-			found = append(found, p)
-		}
-	}
-	return found
-}
-
-// IsVIPPortCandidate tells whether p may be a VIP port with the tags: it is unbound and
-// carries either all of the tags or none at all.
-func IsVIPPortCandidate(p *ports.Port, tags []string) bool {
-	return p.DeviceOwner == "" && (len(p.Tags) == 0 || HasAllTags(p.Tags, tags))
 }
 
 // HasAllTags tells whether have contains every tag of want.

@@ -336,28 +336,6 @@ func TestCheckVIPPortRefusesAChangedNetworkOrVIP(t *testing.T) {
 	}
 }
 
-// TestVIPPortCandidatesTakeUntaggedPortsOnlyInTheSpecsNetwork: a tagged port is found in
-// any network (so that a changed network is noticed), an untagged one only where a create
-// without tags would have put it.
-func TestVIPPortCandidatesTakeUntaggedPortsOnlyInTheSpecsNetwork(t *testing.T) {
-	spec := VIPPortSpec{NetworkID: "n1", Tags: []string{TagExtension, ClusterTag("c1")}}
-	list := []ports.Port{
-		{ID: "tagged-here", NetworkID: "n1", Tags: spec.Tags},
-		{ID: "tagged-elsewhere", NetworkID: "n2", Tags: spec.Tags},
-		{ID: "untagged-here", NetworkID: "n1"},
-		{ID: "untagged-elsewhere", NetworkID: "n2"},
-		{ID: "bound", NetworkID: "n1", Tags: spec.Tags, DeviceOwner: "compute:nova"},
-		{ID: "other-cluster", NetworkID: "n1", Tags: []string{TagExtension, ClusterTag("c2")}},
-	}
-	var got []string
-	for _, p := range VIPPortCandidates(list, spec) {
-		got = append(got, p.ID)
-	}
-	if want := []string{"tagged-here", "tagged-elsewhere", "untagged-here"}; !slices.Equal(got, want) {
-		t.Errorf("candidates %v, want %v", got, want)
-	}
-}
-
 // TestDeleteTreatsNotFoundAsGone: deleting what is already gone succeeds, so a retried
 // deletion converges; other failures are reported with the operation.
 func TestDeleteTreatsNotFoundAsGone(t *testing.T) {

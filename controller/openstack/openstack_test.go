@@ -222,25 +222,6 @@ func TestClassifyUntrustedCertificate(t *testing.T) {
 	}
 }
 
-func TestIsVIPPortCandidate(t *testing.T) {
-	tags := []string{TagExtension, ClusterTag("c1")}
-	for _, tc := range []struct {
-		name string
-		port ports.Port
-		want bool
-	}{
-		{"tagged", ports.Port{Tags: []string{TagExtension, ClusterTag("c1"), "extra"}}, true},
-		{"untagged", ports.Port{}, true},
-		{"other cluster", ports.Port{Tags: []string{TagExtension, ClusterTag("c2")}}, false},
-		{"foreign tags", ports.Port{Tags: []string{"mine"}}, false},
-		{"bound", ports.Port{DeviceOwner: "compute:nova"}, false},
-	} {
-		if got := IsVIPPortCandidate(&tc.port, tags); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestExternalNetworkQueryKeepsTheName(t *testing.T) {
 	external := true
 	q, err := externalListOpts{ListOpts: networks.ListOpts{Name: "pool-b"}, External: &external}.ToNetworkListQuery()
