@@ -114,13 +114,20 @@ func (f *Fault) hits(call Call, nth int) bool {
 // collection; it commits anyway then.
 const lateCommitTimeout = 30 * time.Second
 
-// lateCommit is a held call waiting for the retry's next call of its collection.
+// lateCommit is a held call waiting for the retry's list of its collection and then for
+// the next call of its collection that before takes. It is registered when the held call
+// arrives, and the calls that follow mark and take it in their own request path: a list
+// answered, or a retry's next call sent, while the held call's handler has not yet seen
+// its client go away is not missed.
 type lateCommit struct {
 	collection string
 	before     func(*http.Request) bool
-	once       sync.Once
-	commit     func()
-	done       chan struct{}
+	// listed: a GET of the collection was answered after the held call arrived. The
+	// client waits for the held call until it gives up, so that is its retry's list.
+	listed bool
+	once   sync.Once
+	commit func()
+	done   chan struct{}
 }
 
 func (l *lateCommit) run() {
@@ -145,7 +152,6 @@ type Proxy struct {
 	crashed bool
 	// OnCrash is called for a Crash fault before the connection is reset.
 	onCrash func()
-	lists   chan string
 	late    *lateCommit
 }
 
@@ -166,7 +172,7 @@ func New(keystoneURL, neutronURL string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Neutron URL: %w", err)
 	}
-	p := &Proxy{keystone: k, neutron: n, lists: make(chan string, 64), perCall: map[string]int{}}
+	p := &Proxy{keystone: k, neutron: n, perCall: map[string]int{}}
 	if p.identity, err = p.serve("identity", k); err != nil {
 		return nil, err
 	}
@@ -344,19 +350,13 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		case fault == Stall:
 			<-r.Context().Done()
 		case fault == LateCommit:
-			<-r.Context().Done()
-			p.drainLists()
-			p.waitForList(collection(call.Class), 2*time.Minute)
 			late := r.Clone(context.WithoutCancel(r.Context()))
 			late.Body = io.NopCloser(bytes.NewReader(body))
-			call.Upstream = p.holdUntilNextCall(collection(call.Class), commitBefore, func() int { return forward(rp, late) })
+			call.Upstream = p.holdUntilNextCall(r.Context(), collection(call.Class), commitBefore, func() int { return forward(rp, late) })
 		default:
 			rp.ServeHTTP(rec, r)
 			if r.Method == http.MethodGet {
-				select {
-				case p.lists <- call.Class:
-				default:
-				}
+				p.listed(call.Class)
 			}
 		}
 		call.Status = rec.status
@@ -377,29 +377,12 @@ func forward(rp *httputil.ReverseProxy, r *http.Request) int {
 	return s.status
 }
 
-// drainLists forgets the lists answered so far.
-func (p *Proxy) drainLists() {
-	for {
-		select {
-		case <-p.lists:
-		default:
-			return
-		}
-	}
-}
-
-// waitForList waits until a GET of the collection was answered, or the timeout.
-func (p *Proxy) waitForList(collection string, timeout time.Duration) {
-	deadline := time.After(timeout)
-	for {
-		select {
-		case class := <-p.lists:
-			if class == collection {
-				return
-			}
-		case <-deadline:
-			return
-		}
+// listed marks the held call's list as answered when class is of its collection.
+func (p *Proxy) listed(class string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.late != nil && p.late.collection == collection(class) {
+		p.late.listed = true
 	}
 }
 
@@ -408,10 +391,11 @@ func collection(class string) string {
 	return strings.TrimSuffix(class, "/{id}")
 }
 
-// holdUntilNextCall runs commit right before the next call of the collection with the
-// method before ("" for any mutating method) reaches Neutron, or after lateCommitTimeout,
-// and returns its status.
-func (p *Proxy) holdUntilNextCall(collection, before string, commit func() int) int {
+// holdUntilNextCall holds a call whose client waits on held: once a list of the collection
+// was answered, commit runs right before the next call of the collection with the method
+// before ("" for any mutating method) reaches Neutron, or lateCommitTimeout after the
+// client gave up; it returns commit's status.
+func (p *Proxy) holdUntilNextCall(held context.Context, collection, before string, commit func() int) int {
 	var status int
 	l := &lateCommit{
 		collection: collection,
@@ -427,6 +411,7 @@ func (p *Proxy) holdUntilNextCall(collection, before string, commit func() int) 
 	p.mu.Lock()
 	p.late = l
 	p.mu.Unlock()
+	<-held.Done()
 	select {
 	case <-l.done:
 	case <-time.After(lateCommitTimeout):
@@ -445,7 +430,7 @@ func (p *Proxy) takeLate(r *http.Request) *lateCommit {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.late
-	if l == nil || l.collection != collection(PathClass(r.URL.Path)) || !l.before(r) {
+	if l == nil || !l.listed || l.collection != collection(PathClass(r.URL.Path)) || !l.before(r) {
 		return nil
 	}
 	p.late = nil

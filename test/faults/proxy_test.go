@@ -141,7 +141,7 @@ func TestLateCommit(t *testing.T) {
 		order = nil
 		mu.Unlock()
 		p.Arm(&Fault{Kind: LateCommit, Index: 0, CommitBefore: tc.before})
-		call(100*time.Millisecond, http.MethodPost, "first")
+		call(300*time.Millisecond, http.MethodPost, "first")
 		for _, c := range tc.retry {
 			method, query, _ := strings.Cut(c, " ")
 			call(5*time.Second, method, query)
