@@ -227,14 +227,20 @@ func TestAgent(t *testing.T) {
 	})
 
 	t.Run("stale VIP on a follower is removed at agent start", func(t *testing.T) {
+		// Meanwhile the third node, a bystander, counts two hosts answering for the VIP, as
+		// KubeVIPTwoAnswerers reads it, and one again once the stale address is gone.
 		leader := prepare(t)
-		var follower *netns.Node
+		var follower, bystander *netns.Node
 		for _, n := range h.Nodes() {
-			if n != leader {
+			switch {
+			case n == leader:
+			case follower == nil:
 				follower = n
-				break
+			default:
+				bystander = n
 			}
 		}
+		waitAnswerers(ctxFor(t, ctx, 5*time.Second), t, bystander, 1)
 		if err := c.Agent(follower).Stop(2 * time.Second); err != nil {
 			t.Fatalf("stopping the agent on %s: %v", follower, err)
 		}
@@ -244,6 +250,8 @@ func TestAgent(t *testing.T) {
 		if ok, _ := follower.HasAddress(h.VIP()); !ok {
 			t.Fatalf("stale VIP not on %s", follower)
 		}
+		t.Logf("%s heard two answerers %s after the stale VIP went on %s", bystander,
+			waitAnswerers(ctxFor(t, ctx, 5*time.Second), t, bystander, 2).Round(time.Millisecond), follower)
 		started := time.Now()
 		if _, err := c.Start(ctx, follower); err != nil {
 			t.Fatal(err)
@@ -256,6 +264,8 @@ func TestAgent(t *testing.T) {
 			t.Errorf("VIP now on %s, want it to stay on the leader %s", got, leader)
 		}
 		t.Logf("stale VIP on %s removed %s after agent start", follower, time.Since(started).Round(time.Millisecond))
+		t.Logf("%s heard one answerer again %s later", bystander,
+			waitAnswerers(ctxFor(t, ctx, 5*time.Second), t, bystander, 1).Round(time.Millisecond))
 	})
 }
 
@@ -375,14 +385,24 @@ func sample(ctx context.Context, n *netns.Node, series string) (float64, error) 
 	if err != nil {
 		return 0, err
 	}
+	v, ok, err := seriesValue(text, series)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: no series %s", n, series)
+	}
+	return v, err
+}
+
+// seriesValue finds one series (its name and labels as the text format writes them) in a
+// metrics page.
+func seriesValue(text, series string) (float64, bool, error) {
 	for line := range strings.Lines(text) {
 		if rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), series+" "); ok {
 			var v float64
 			if _, err := fmt.Sscan(rest, &v); err != nil {
-				return 0, fmt.Errorf("parsing %q: %w", line, err)
+				return 0, false, fmt.Errorf("parsing %q: %w", line, err)
 			}
-			return v, nil
+			return v, true, nil
 		}
 	}
-	return 0, fmt.Errorf("%s: no series %s", n, series)
+	return 0, false, nil
 }

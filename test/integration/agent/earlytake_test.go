@@ -22,8 +22,9 @@ import (
 
 // TestLinkDownEarlyTakeover cuts the VIP holder's link. A follower that heard the VIP
 // answer takes the Lease on its silence, before the holder's term could have expired; one
-// that never heard it (the LAN drops every ARP claim of the VIP) waits for the expiry. In
-// both, the VIP is never on two NICs, also after the link comes back.
+// that never heard it (the LAN drops every ARP claim of the VIP) waits for the expiry, and
+// that VIP, dark on L2, raises KubeVIPDark's expression without moving. In both, the VIP is
+// never on two NICs, also after the link comes back.
 func TestLinkDownEarlyTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -36,6 +37,9 @@ func TestLinkDownEarlyTakeover(t *testing.T) {
 
 	t.Run("a holder never heard is taken over by expiry", func(t *testing.T) {
 		first := prepareLeader(ctx, t, h, c)
+		if fires, seen, err := darkFires(ctx, h); err != nil || fires {
+			t.Errorf("KubeVIPDark's expression holds (%v) while the followers hear %s: %s", err, first, seen)
+		}
 		undo, err := h.DropVIPClaims(ctx, h.VIP())
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +57,7 @@ func TestLinkDownEarlyTakeover(t *testing.T) {
 			t.Fatalf("no handover from %s: %v", first, err)
 		}
 		old := prepareLeader(ctx, t, h, c)
+		waitDark(ctxFor(t, ctx, 30*time.Second), t, h, old)
 		got := cutHoldersLink(ctx, t, h, old)
 		t.Logf("%s took the Lease from %s %s after its last renewal (lease %s)",
 			got.newHolder, old, got.acquired.Sub(got.lastRenew).Round(time.Millisecond), lease)
