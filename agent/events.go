@@ -94,8 +94,8 @@ func (n *node) eligible() bool { return n.monitor.Healthy() && n.keeper.fit() }
 func (n *node) mayKeep() bool { return n.monitor.Holdable() && n.keeper.fit() }
 
 // holdThroughStall: this node may hold its term through stalled renewals. That is safe
-// because every takeover, IPv4 and IPv6, probes for this node first (docs/agent.md,
-// "Holding through an etcd election").
+// because every takeover, IPv4 and IPv6, probes for this node first
+// (docs/agent-reference.md, "Holding through an etcd election").
 func (n *node) holdThroughStall() bool { return n.monitor.Holdable() && n.keeper.fit() }
 
 // yield: this node should leave the lead to another one, because its etcd member leads. A

@@ -40,8 +40,8 @@
 // because a follower that takes the Lease meanwhile adds the VIP only once this holder
 // stopped answering, and this holder learns of the takeover from its next renewal's
 // conflict. That hold assumes L2 reachability between the holder and the taker, as the
-// guard does (docs/agent.md, "Holding through an etcd election"). A follower that finds the
-// Lease expired while such a holder still answers for the VIP reads it again
+// guard does (docs/agent-reference.md, "Holding through an etcd election"). A follower that
+// finds the Lease expired while such a holder still answers for the VIP reads it again
 // StalledRetryWait later, after the holder's next retry, and takes it only if unchanged
 // (AnsweredTakeoverDelay); that costs a dead or frozen holder's takeover nothing while L +
 // StalledRetryWait + TakeoverRoom ≤ V, since its node serves on the VIP until its lapse
@@ -290,9 +290,10 @@ type Timings struct {
 // leader's node stays within one agent request per second (1/1.06 renewals plus 1/20 reads
 // of the local etcd member's metrics = 0.99/s; docs/agent.md); SlowWriteRoom separates it
 // from RenewDeadline, and LeaseDuration exceeds that by ActiveRemovalLateness and 10 ms, as
-// the living holder's rule of Problems requires. The continuity rule then has 190 ms to
-// spare. VIPLifetime outlives LeaseDuration, so that the VIP of an agent that died or froze
-// stays on its node until the next leader's guard takes over (package doc).
+// the living holder's rule of Problems requires. The continuity rule then has 820 ms to
+// spare (V − R − KernelExpiryEarliness − MinRenewBudget). VIPLifetime outlives
+// LeaseDuration, so that the VIP of an agent that died or froze stays on its node until
+// the next leader's guard takes over (package doc).
 func Defaults() Timings {
 	const retry = 1060 * time.Millisecond
 	return Timings{
@@ -331,9 +332,9 @@ func (t Timings) TermFrom(start time.Time) Term {
 
 // StalledTerm is term held through stalled renewals: it ends StalledWriteHold later, and
 // the VIP may be refreshed until then. It is safe only where the takeover guard protects
-// the VIP (docs/agent.md, "Holding through an etcd election"): a follower whose takeover
-// commits meanwhile adds the VIP only once this holder stopped answering for it, and this
-// holder stops at the conflict its next renewal meets, or at the end of the hold.
+// the VIP (docs/agent-reference.md, "Holding through an etcd election"): a follower whose
+// takeover commits meanwhile adds the VIP only once this holder stopped answering for it,
+// and this holder stops at the conflict its next renewal meets, or at the end of the hold.
 func (t Timings) StalledTerm(term Term) Term {
 	term.End = term.Start.Add(t.RenewDeadline + StalledWriteHold)
 	term.RefreshBy = term.End

@@ -26,7 +26,7 @@ const etcdStall = 1500 * time.Millisecond
 // points of the holder's renewal cycle. Every Lease write stalls until etcd has a leader
 // again; the holder must keep the VIP throughout, and the VIP must never be on two nodes.
 // A follower whose read comes after etcd has a leader again and before the holder's next
-// retry leaves the holder that retry (timing.StalledRetryWait; docs/agent.md, "Holding
+// retry leaves the holder that retry (timing.StalledRetryWait; docs/agent-reference.md, "Holding
 // through an etcd election"; TestFollowersLeaveAStalledHolderItsRetry shows it
 // deterministically). The test asserts what must hold in every run (never two holders, the
 // VIP served again afterwards) and logs the outages and moves; how often and how long the

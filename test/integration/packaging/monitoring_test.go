@@ -187,8 +187,8 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 }
 
-// TestMetricTablesComplete: the agent's metric tables of docs/operations.md and docs/agent.md
-// list exactly the metrics agent/metrics.go exports.
+// TestMetricTablesComplete: the agent's metric tables of docs/operations.md and
+// docs/agent-reference.md list exactly the metrics agent/metrics.go exports.
 func TestMetricTablesComplete(t *testing.T) {
 	root := repoRoot(t)
 	exported := map[string]bool{}
@@ -198,7 +198,7 @@ func TestMetricTablesComplete(t *testing.T) {
 		}
 	}
 	row := regexp.MustCompile("(?m)^\\| `(kube_vip_agent_[a-z_]+)")
-	for _, doc := range []string{"operations.md", "agent.md"} {
+	for _, doc := range []string{"operations.md", "agent-reference.md"} {
 		b, err := os.ReadFile(filepath.Join(root, "docs", doc))
 		if err != nil {
 			t.Fatal(err)
