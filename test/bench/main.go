@@ -53,6 +53,7 @@ type options struct {
 	from            string
 	logs            string
 	soak            int
+	steadySoak      runner.SteadySoakOptions
 	dataplane       bool
 	previous        string
 	ipv6            string
@@ -68,7 +69,7 @@ func main() {
 	flag.IntVar(&o.variantRuns, "variant-runs", 3, "runs per scenario for kube-vip 3/2/1 (time budget)")
 	flag.IntVar(&o.slowRuns, "slow-runs", 1, "runs for keepalived guide's apiserver-dead scenario (about 50s each; its 30s come from the check interval and fall count alone)")
 	flag.IntVar(&o.noFailoverLimit, "no-failover-limit", 2, "stop a scenario after this many runs in a row without failover")
-	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all): ours, kube-vip defaults, kube-vip 3/2/1, kube-vip as deployed, keepalived guide, keepalived tuned")
+	flag.StringVar(&o.systems, "systems", "", "comma-separated systems to run (default all; -steady-soak: "+steadySoakSystems+"): ours, kube-vip defaults, kube-vip 3/2/1, kube-vip as deployed, keepalived guide, keepalived tuned")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios (default all): graceful, crash, link-down, apiserver-dead, freeze")
 	flag.DurationVar(&o.steadyWindow, "steady-window", 10*time.Second, "steady-state measuring window per system (the baseline takes twice as long)")
 	flag.DurationVar(&o.keepalivedAdv, "keepalived-advert", 200*time.Millisecond, "advert_int of keepalived tuned")
@@ -76,6 +77,12 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "log every run")
 	flag.BoolVar(&o.noEtcdYield, "no-etcd-yield", false, "run ours without the etcd-leader yield (--etcd-metrics-url=\"\"), to compare")
 	flag.IntVar(&o.soak, "soak", 0, "instead of the tables: N failovers of ours, the -scenarios in turn (by default those ours can run without a previous release: no rolling-update), under CPU load on every node; prints dual-holder time, stuck runs and the outage distribution and writes soak.json")
+	flag.DurationVar(&o.steadySoak.Duration, "steady-soak", 0, "instead of the tables: leave each of -systems (default "+steadySoakSystems+") alone this long on a fresh deployment, "+
+		"every node's ARP and NDP frames -arp-loss lost and a follower blipped every -blip-every; counts needless moves, writes steady-soak.json; 0: off")
+	flag.DurationVar(&o.steadySoak.BlipEvery, "blip-every", time.Minute, "-steady-soak: one follower blip this often, the followers in turn")
+	flag.DurationVar(&o.steadySoak.Blackhole, "blip", time.Second, "-steady-soak: how long a blackhole blip cuts the follower off at L2, its carrier up")
+	flag.DurationVar(&o.steadySoak.Flap, "flap", 500*time.Millisecond, "-steady-soak: how long a link-flap blip keeps the follower's link down")
+	flag.Float64Var(&o.steadySoak.ARPLoss, "arp-loss", 0.02, "-steady-soak: the share of every node's ARP and NDP frames lost, each frame on its own; 0: none")
 	flag.BoolVar(&o.dataplane, "dataplane", false, "instead of the tables: ours on the L2 LAN, then behind the Neutron router of hack/dataplane.sh up (probing the floating IP from the external client), and the router's extra cost; writes dataplane.json")
 	flag.StringVar(&o.previous, "previous-release", "main", "git revision of the previous agent release for the rolling-update scenario (built once into bin/bench/previous/); "+
 		"if its tree is this checkout's HEAD tree, its first parent; empty: ours does not roll")
@@ -112,6 +119,9 @@ func run(ctx context.Context, o options) error {
 	if o.from != "" {
 		return rerender(o)
 	}
+	if err := o.checkMode(); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root (network namespaces, CAP_NET_ADMIN/CAP_NET_RAW)")
 	}
@@ -127,12 +137,16 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.previous != "" && !o.dataplane && o.soak == 0 {
+	if o.previous != "" && o.tables() {
 		if bins.previousAgent, bins.previousRev, err = buildPreviousAgent(ctx, log, o.previous); err != nil {
 			return err
 		}
 	}
-	systems, err := selectSystems(o, bins)
+	chosen := o
+	if o.steadySoak.Duration != 0 && o.systems == "" {
+		chosen.systems = steadySoakSystems
+	}
+	systems, err := selectSystems(chosen, bins)
 	if err != nil {
 		return err
 	}
@@ -176,6 +190,10 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		return runSoak(ctx, log, r, h, soakSys, scenarios, o.soak, filepath.Join(out, "work"), out)
+	}
+	if o.steadySoak.Duration != 0 {
+		ss := steadySoak{log: log, r: r, opts: o.steadySoak, work: filepath.Join(out, "work"), out: out}
+		return ss.run(ctx, systems)
 	}
 	baseline, err := r.Baseline(ctx, 2*o.steadyWindow)
 	if err != nil {
@@ -236,6 +254,27 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tables tells whether the run makes the tables, not one of the modes instead of them.
+func (o options) tables() bool { return !o.dataplane && o.soak == 0 && o.steadySoak.Duration == 0 }
+
+// checkMode refuses two modes at once and a steady soak's bad options before the slow
+// start (binaries, harness).
+func (o options) checkMode() error {
+	modes := 0
+	for _, on := range []bool{o.dataplane, o.soak > 0, o.steadySoak.Duration != 0} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return errors.New("-dataplane, -soak and -steady-soak exclude each other")
+	}
+	if o.steadySoak.Duration != 0 {
+		return o.steadySoak.Validate()
+	}
+	return nil
 }
 
 // rerender prints the tables of earlier results (merged, if several) and redraws the

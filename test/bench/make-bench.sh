@@ -16,7 +16,7 @@
 #   DATAPLANE_LOCK                        the lock file (default /run/lock/kube-vip-dataplane.lock)
 #
 # The router part is skipped when FLAGS ask for something other than the tables (-soak,
-# -dataplane, -from, -h).
+# -steady-soak, -dataplane, -from, -h).
 set -euo pipefail
 GO=${GO:-go}
 LOCK=${DATAPLANE_LOCK:-/run/lock/kube-vip-dataplane.lock}
@@ -26,7 +26,7 @@ LOCK=${DATAPLANE_LOCK:-/run/lock/kube-vip-dataplane.lock}
 router=()
 while [ $# -gt 0 ]; do
 	case $1 in
-	-soak | -soak=* | --soak | --soak=* | -dataplane* | --dataplane* | -from | -from=* | --from | --from=* | -h | -help | --help)
+	-soak | -soak=* | --soak | --soak=* | -steady-soak | -steady-soak=* | --steady-soak | --steady-soak=* | -dataplane* | --dataplane* | -from | -from=* | --from | --from=* | -h | -help | --help)
 		exit 0 ;;
 	-runs | --runs | -scenarios | --scenarios | -steady-window | --steady-window | -out | --out | -logs | --logs)
 		router+=("$1" "${2:-}")

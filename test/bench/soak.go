@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,12 +98,8 @@ func runSoak(ctx context.Context, log logr.Logger, r *runner.Runner, h *netns.Ha
 	if err := report.PrintSoak(os.Stdout, res); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := filepath.Join(out, "soak.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := report.WriteJSON(path, res); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s\n", path)

@@ -121,3 +121,36 @@ func TestPrintSoak(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintSteadySoak(t *testing.T) {
+	blips := []runner.Blip{
+		{At: time.Minute, Node: "node2", Kind: runner.BlipBlackhole, Took: time.Second, EtcdLeader: "node2"},
+		{At: 2 * time.Minute, Node: "node3", Kind: runner.BlipBlackhole, Took: time.Second},
+	}
+	s := &SteadySoak{
+		Options: runner.SteadySoakOptions{Duration: 3 * time.Minute, BlipEvery: time.Minute, Blackhole: time.Second, Flap: 500 * time.Millisecond, ARPLoss: 0.02},
+		Systems: []SteadySoakSystem{
+			{Name: Ours, Result: runner.SteadySoakResult{Took: 3 * time.Minute, Blips: blips, HolderChanges: 0, LongestOutage: 30 * time.Millisecond}},
+			{Name: Baseline, Result: runner.SteadySoakResult{Took: 3 * time.Minute, Blips: blips[:1], SkippedBlips: 1, HolderChanges: 3,
+				Moves:      []runner.Move{{At: 63 * time.Second, From: "node1", To: "node2", AfterBlip: 0}, {At: 150 * time.Second, From: "node2", To: "node1", AfterBlip: -1}},
+				TwoHolders: 40 * time.Millisecond, LongestOutage: 1500 * time.Millisecond, Restarts: 1}},
+			{Name: "keepalived tuned", Error: "deploy failed"},
+		},
+	}
+	var b strings.Builder
+	if err := PrintSteadySoak(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"ours               3m0s    2      0        0               0             0ms       0ms          0.03s   0         yes",
+		"kube-vip defaults  3m0s    1 [1]  3        2               1             40ms      0ms          1.50s   1",
+		"keepalived tuned   (failed: deploy failed)",
+		"kube-vip defaults: move at 1:03, node1 -> node2 (after the blackhole of node2 at 1:00, etcd leader node2)",
+		"kube-vip defaults: move at 2:30, node2 -> node1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("steady soak table lacks %q:\n%s", want, out)
+		}
+	}
+}

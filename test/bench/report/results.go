@@ -140,13 +140,16 @@ func (r *Results) System(name string) (SystemResult, bool) {
 }
 
 // WriteJSON writes the results to path, creating its directory.
-func (r *Results) WriteJSON(path string) error {
+func (r *Results) WriteJSON(path string) error { return WriteJSON(path, r) }
+
+// WriteJSON writes v (results, a soak's) as indented JSON to path, creating its directory.
+func WriteJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encoding results: %w", err)
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

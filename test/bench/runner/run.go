@@ -118,6 +118,9 @@ func New(h *netns.Harness, opts Options) *Runner {
 	return &Runner{h: h, opts: opts}
 }
 
+// Harness is the harness the runner runs on.
+func (r *Runner) Harness() *netns.Harness { return r.h }
+
 // dialVIP opens and closes one TCP connection from the client to the target (VIP:6443).
 func (r *Runner) dialVIP(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -179,29 +182,16 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 			return RunResult{}, fmt.Errorf("preparing %s: %w", sc.Name, err)
 		}
 	}
-	leader, err := r.WaitStable(ctx, d, 90*time.Second)
-	if err != nil {
-		return RunResult{}, err
-	}
 	var res RunResult
-	for tries := 0; sc.SteadyEtcd; tries++ {
-		moved, err := r.offEtcdLeader(ctx, d, leader)
-		if err != nil || !moved {
-			if err != nil {
-				return res, err
-			}
-			break
-		}
-		// The handover stalls writes for a moment, which may move the VIP: start over
-		// from a stable holder.
-		res.EtcdLeaderMoved = true
-		time.Sleep(d.sys.Settle())
-		if leader, err = r.WaitStable(ctx, d, 90*time.Second); err != nil {
-			return res, err
-		}
-		if tries == 5 {
-			return res, fmt.Errorf("%s: the holder's etcd member still led after 5 handovers", d.sys.Name())
-		}
+	var leader int
+	var err error
+	if sc.SteadyEtcd {
+		leader, res.EtcdLeaderMoved, err = r.waitStableOffEtcdLeader(ctx, d)
+	} else {
+		leader, err = r.WaitStable(ctx, d, 90*time.Second)
+	}
+	if err != nil {
+		return res, err
 	}
 	timeout := d.sys.ScenarioTimeout()
 	res.Leader = d.nodes[leader].Name()
@@ -293,6 +283,31 @@ func (r *Runner) Run(ctx context.Context, d *Deployment, sc Scenario) (RunResult
 	return res, nil
 }
 
+// waitStableOffEtcdLeader waits for a stable holder and, for a system that keeps the VIP
+// off the etcd leader's node, for one whose etcd member does not lead (offEtcdLeader); it
+// returns the holder's index and whether etcd's leadership was handed away.
+func (r *Runner) waitStableOffEtcdLeader(ctx context.Context, d *Deployment) (leader int, moved bool, err error) {
+	if leader, err = r.WaitStable(ctx, d, 90*time.Second); err != nil {
+		return -1, false, err
+	}
+	for tries := 0; ; tries++ {
+		var handed bool
+		if handed, err = r.offEtcdLeader(ctx, d, leader); err != nil || !handed {
+			return leader, moved, err
+		}
+		// The handover stalls writes for a moment, which may move the VIP: start over
+		// from a stable holder.
+		moved = true
+		time.Sleep(d.sys.Settle())
+		if leader, err = r.WaitStable(ctx, d, 90*time.Second); err != nil {
+			return -1, moved, err
+		}
+		if tries == 5 {
+			return leader, moved, fmt.Errorf("%s: the holder's etcd member still led after 5 handovers", d.sys.Name())
+		}
+	}
+}
+
 // offEtcdLeader puts, for a system that keeps the VIP off the etcd leader's node
 // (sut.EtcdAware), the runs into that state: if the holder's member leads, etcd's
 // leadership goes to another node. The system would move the VIP itself (ours: the
@@ -330,17 +345,25 @@ func (r *Runner) watchServed(ctx context.Context, stay time.Duration, res *RunRe
 // moves counts how often the VIP came to rest on another single node than the one before,
 // from the fault on.
 func moves(sr netns.SamplerReport, faultAt time.Time, leader string) int {
-	n, last := 0, leader
+	return len(restMoves(sr, faultAt, leader))
+}
+
+// restMoves lists the times the VIP came to rest on another single node than the one
+// before, from since on, holder holding it then; an overlap or a gap that ends on the
+// same node is no move. At is relative to since; AfterBlip is -1.
+func restMoves(sr netns.SamplerReport, since time.Time, holder string) []Move {
+	var out []Move
+	last := holder
 	for _, c := range sr.Changes {
-		if c.At.Before(faultAt) || len(c.Holders) != 1 {
+		if c.At.Before(since) || len(c.Holders) != 1 {
 			continue
 		}
 		if c.Holders[0] != last {
-			n++
+			out = append(out, Move{At: c.At.Sub(since), From: last, To: c.Holders[0], AfterBlip: -1})
 			last = c.Holders[0]
 		}
 	}
-	return n
+	return out
 }
 
 // waitSingleHolder polls until exactly one node holds the VIP, restarting daemons that
