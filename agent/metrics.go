@@ -45,7 +45,7 @@ type metrics struct {
 	takeoverWaits    prometheus.Counter
 	vipHeldElsewhere prometheus.Gauge
 	// requests counts every HTTP request the agent sends, by target (apiserver, etcd): the
-	// request budget of docs/agent.md.
+	// request budget of docs/agent-reference.md.
 	requests *prometheus.CounterVec
 	// etcdLeader is 1 while the local etcd member leads (confirmed), else 0.
 	etcdLeader prometheus.Gauge
@@ -172,7 +172,7 @@ type followerView interface {
 }
 
 // observerCollector exports the follower prober's view (only while it probes, so that
-// the minimum over the nodes is the eligible followers') and the leader's stalled hold.
+// the minimum over the nodes is the followers') and the leader's stalled hold.
 type observerCollector struct {
 	view        followerView
 	stalledHold func() time.Duration
@@ -186,9 +186,9 @@ func newObserverCollector(view followerView, stalledHold func() time.Duration) *
 	return &observerCollector{
 		view: view, stalledHold: stalledHold,
 		lastHeard: prometheus.NewDesc("kube_vip_agent_vip_last_heard_seconds",
-			"Seconds since another host last answered this follower's probe of the VIP (since probing began if none did); only while this node probes as an eligible follower.", nil, nil),
+			"Seconds since another host last answered this follower's probe of the VIP (since probing began if none did); only while this node probes (it does not lead, its link is up).", nil, nil),
 		answerers: prometheus.NewDesc("kube_vip_agent_vip_answerers",
-			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes as an eligible follower.", nil, nil),
+			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes (it does not lead, its link is up).", nil, nil),
 		cutOffs: prometheus.NewDesc("kube_vip_agent_follower_cut_offs_total",
 			"Times this node, as a follower, heard the other followers' probes of the VIP stop for 250 ms and so forgot the holder it heard: its L2 path may drop frames with the carrier up (a switch, OVS flow or security-group fault); a peer that becomes holder, or stops, also stops probing.", nil, nil),
 		stalled: prometheus.NewDesc("kube_vip_agent_stalled_hold_seconds",

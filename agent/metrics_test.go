@@ -53,7 +53,7 @@ func (h heardView) heard() (float64, int, bool) { return h.seconds, h.answerers,
 func (h heardView) cutOffs() int                { return h.cuts }
 
 // The follower's view is exported only while it probes, so that the minimum over the nodes
-// is what the eligible followers hear; the stalled hold and the count of cut-offs always.
+// is what the followers hear; the stalled hold and the count of cut-offs always.
 func TestObserverMetricsOnlyWhileProbing(t *testing.T) {
 	for _, view := range []heardView{{12.5, 2, true, 3}, {0, 0, false, 3}} {
 		registry := prometheus.NewRegistry()

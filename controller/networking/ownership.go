@@ -244,7 +244,8 @@ func classifyPort(v portView, p *ports.Port) portClass {
 type PortOwner int
 
 const (
-	// PortOurs: no other owner; the claim leaves it to reconcile.
+	// PortOurs: no other owner and not bound to a device; the claim leaves it to
+	// reconcile.
 	PortOurs PortOwner = iota
 	// PortOfLostExposure: the VIP port of an exposure of this cluster that no longer
 	// exists (the object was lost and created again): its owner is no exposure of the

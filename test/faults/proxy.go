@@ -46,7 +46,10 @@ const (
 	// LateCommit holds the call until the client gave up and its retry has listed the
 	// same collection, and forwards it right before the retry's next call of that
 	// collection (Fault.CommitBefore): the call commits between two steps of the retry,
-	// after it looked for the result and before it acts on what it found.
+	// after it looked for the result and before it acts on what it found. The retry's list
+	// is the first GET of the collection answered after the held call arrived: its client
+	// waits for the held call until it gives up, so it assumes that nothing else lists
+	// that collection on the proxy meanwhile.
 	LateCommit Kind = "late-commit"
 	// Crash calls the proxy's crash hook (which kills the client process) before the call
 	// reaches Neutron and then resets the connection; until Resume, every further call is

@@ -220,7 +220,10 @@ func (s *steadySoak) blipFollowers(ctx context.Context, res *SteadySoakResult) e
 			return nil
 		}
 		if !now.Before(next) {
-			next = next.Add(s.opts.BlipEvery)
+			// Past now, so that a stall (a slow heal, a restart) does not bunch the blips.
+			for !next.After(now) {
+				next = next.Add(s.opts.BlipEvery)
+			}
 			holders, err := r.h.Holders()
 			if err != nil {
 				return err

@@ -228,8 +228,9 @@ func TestAgent(t *testing.T) {
 
 	t.Run("stale VIP on a follower is removed at agent start", func(t *testing.T) {
 		// Meanwhile the third node, a bystander, counts two hosts answering for the VIP, as
-		// KubeVIPTwoAnswerers reads it, and one again once the stale address is gone.
-		leader := prepare(t)
+		// KubeVIPTwoAnswerers reads it, and one again once the stale address is gone. The
+		// leader is off the etcd leader, so that the etcd-leader yield moves nothing meanwhile.
+		leader := offEtcdLeader(ctx, t, h, c)
 		var follower, bystander *netns.Node
 		for _, n := range h.Nodes() {
 			switch {

@@ -56,7 +56,8 @@ func TestLinkDownEarlyTakeover(t *testing.T) {
 		if _, err := h.WaitSingleHolder(ctxFor(t, ctx, takeoverTimeout), func(n *netns.Node) bool { return n != first }); err != nil {
 			t.Fatalf("no handover from %s: %v", first, err)
 		}
-		old := prepareLeader(ctx, t, h, c)
+		// Off the etcd leader, so that the etcd-leader yield moves nothing while it is dark.
+		old := offEtcdLeader(ctx, t, h, c)
 		waitDark(ctxFor(t, ctx, 30*time.Second), t, h, old)
 		got := cutHoldersLink(ctx, t, h, old)
 		t.Logf("%s took the Lease from %s %s after its last renewal (lease %s)",
