@@ -128,8 +128,8 @@ func (r SteadySoakResult) MovesAfterBlips() int {
 // NDP frames and a blip of one follower every opts.BlipEvery, and measures the holder
 // timeline, the client's outages and who answers the client's ARP requests for the VIP.
 // The result holds what was measured also when the soak ends with an error.
-func (r *Runner) SteadySoak(ctx context.Context, d *Deployment, opts SteadySoakOptions) (SteadySoakResult, error) {
-	var res SteadySoakResult
+func (r *Runner) SteadySoak(ctx context.Context, d *Deployment, opts SteadySoakOptions) (res SteadySoakResult, err error) {
+	// Named results: the deferred stop of the impairments adds its counts to what is returned.
 	if err := opts.Validate(); err != nil {
 		return res, err
 	}
