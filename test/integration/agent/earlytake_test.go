@@ -7,6 +7,7 @@ package agent_test
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -187,10 +188,43 @@ type leaseRecorder struct {
 	released  bool      // old released the Lease: a record of its own after that is a new tenure
 	holder    string    // the first holder after old
 	acquired  time.Time // its acquireTime
+	writes    []leaseWrite
+}
+
+// leaseWrite is one record written to the Lease: who, and the renewTime it wrote.
+type leaseWrite struct {
+	holder string
+	at     time.Time
+}
+
+// history lists the records written, as holder@time.
+func (r *leaseRecorder) history() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.writes))
+	for _, w := range r.writes {
+		out = append(out, w.holder+"@"+w.at.Format(time.StampMilli))
+	}
+	return strings.Join(out, " ")
+}
+
+// stalledPastHold returns the first two writes in a row between which nothing was written
+// for longer than the stalled hold of the first: past its end the holder drops the VIP by
+// its own rule, whoever writes next.
+func (r *leaseRecorder) stalledPastHold(d timing.Timings) (prev, next leaseWrite, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := 1; i < len(r.writes); i++ {
+		prev, next = r.writes[i-1], r.writes[i]
+		if !next.at.Before(d.StalledTerm(d.TermFrom(prev.at)).End) {
+			return prev, next, true
+		}
+	}
+	return leaseWrite{}, leaseWrite{}, false
 }
 
 // recordLease reads the Lease through via every 10 ms until stop: old's last renewTime
-// before a release, then the next holder and its acquireTime.
+// before a release, then the next holder and its acquireTime; and every record written.
 func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string) *leaseRecorder {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(via.RESTConfig())
@@ -205,6 +239,12 @@ func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string)
 			lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
 			if err == nil && lease.Spec.HolderIdentity != nil {
 				r.mu.Lock()
+				if w := (leaseWrite{holder: *lease.Spec.HolderIdentity}); lease.Spec.RenewTime != nil {
+					w.at = lease.Spec.RenewTime.Time
+					if n := len(r.writes); n == 0 || r.writes[n-1] != w {
+						r.writes = append(r.writes, w)
+					}
+				}
 				switch holder := *lease.Spec.HolderIdentity; {
 				case holder == "" && !r.lastRenew.IsZero():
 					r.released = true
