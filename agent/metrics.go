@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
+	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 )
 
 // newRegistry returns the agent's registry and the registerer for its metrics: every
@@ -190,7 +191,7 @@ func newObserverCollector(view followerView, stalledHold func() time.Duration) *
 		answerers: prometheus.NewDesc("kube_vip_agent_vip_answerers",
 			"Distinct MAC addresses that answered this follower's probes of the VIP in the last second; 2 or more are two hosts claiming the VIP. Only while this node probes (it does not lead, its link is up).", nil, nil),
 		cutOffs: prometheus.NewDesc("kube_vip_agent_follower_cut_offs_total",
-			"Times this node, as a follower, heard the other followers' probes of the VIP stop for 250 ms and so forgot the holder it heard: its L2 path may drop frames with the carrier up (a switch, OVS flow or security-group fault); a peer that becomes holder, or stops, also stops probing.", nil, nil),
+			"Times this node, as a follower, heard the other followers' probes of the VIP stop for "+timing.PeerSilence.String()+" and so forgot the holder it heard: its L2 path may drop frames with the carrier up (a switch, OVS flow or security-group fault); a peer that becomes holder, or stops, also stops probing.", nil, nil),
 		stalled: prometheus.NewDesc("kube_vip_agent_stalled_hold_seconds",
 			"Seconds this leader has held its term through stalled renewals (an etcd election), 0 when it does not; the hold ends by its bound (timing.StalledWriteHold after the term).", nil, nil),
 	}

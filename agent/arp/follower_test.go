@@ -171,29 +171,30 @@ func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
 	const peer = "02:00:00:00:00:02"
 	p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
 	t0 := time.Unix(1000, 0)
-	tick := func(ms int, macs ...string) bool {
-		return p.deafTick(t0.Add(time.Duration(ms)*time.Millisecond), macs)
+	// tick n reads at n probe intervals.
+	tick := func(n int, macs ...string) bool {
+		return p.deafTick(t0.Add(time.Duration(n)*timing.FollowerProbeInterval), macs)
 	}
 	p.set(t0, true) // the holder answered
-	for ms := 0; ms <= 500; ms += 100 {
-		if tick(ms, peer) {
-			t.Fatalf("deaf at %d ms while the peer was heard every tick", ms)
+	for n := 0; n <= 5; n++ {
+		if tick(n, peer) {
+			t.Fatalf("deaf at tick %d while the peer was heard every tick", n)
 		}
 	}
-	// The cut: nothing read at 600 and 700 ms; the peer's probe is read again at 800 ms.
-	if tick(600) || tick(700) {
+	// The cut: nothing read at ticks 6 and 7; the peer's probe is read again at tick 8.
+	if tick(6) || tick(7) {
 		t.Fatal("deaf before the gap reached PeerSilence")
 	}
-	if !tick(800, peer) {
-		t.Fatal("the gap of 300 ms that ended at this tick did not count as a cut")
+	if !tick(8, peer) {
+		t.Fatal("the gap of three intervals that ended at this tick did not count as a cut")
 	}
 	if !p.heardAt.IsZero() || p.CutOffs() != 1 {
 		t.Fatalf("after the cut: heard at %v, %d cut-offs; want the holder forgotten, 1", p.heardAt, p.CutOffs())
 	}
 	// One probe lost (a gap of two intervals) is no cut.
-	for _, ms := range []int{900, 1100, 1200} {
-		if tick(ms, peer) {
-			t.Fatalf("deaf at %d ms after a single lost probe", ms)
+	for _, n := range []int{9, 11, 12} {
+		if tick(n, peer) {
+			t.Fatalf("deaf at tick %d after a single lost probe", n)
 		}
 	}
 }

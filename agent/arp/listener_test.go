@@ -21,7 +21,8 @@ import (
 // has continued it for timing.FenceSilence.
 func TestHearingFencesOnlyAfterAStreamFellSilent(t *testing.T) {
 	const f1, f2, client = "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:99"
-	iv := timing.FollowerProbeInterval
+	iv := int(timing.FollowerProbeInterval / time.Millisecond)
+	fence := int(timing.FenceSilence / time.Millisecond)
 	// requests lists (ms, MAC); deafAt is the first check (every FenceCheckInterval) that
 	// finds the holder deaf, -1 for none within the run.
 	type req struct {
@@ -30,7 +31,7 @@ func TestHearingFencesOnlyAfterAStreamFellSilent(t *testing.T) {
 	}
 	probes := func(mac string, from, to int) []req {
 		var out []req
-		for ms := from; ms <= to; ms += int(iv / time.Millisecond) {
+		for ms := from; ms <= to; ms += iv {
 			out = append(out, req{ms, mac})
 		}
 		return out
@@ -42,11 +43,11 @@ func TestHearingFencesOnlyAfterAStreamFellSilent(t *testing.T) {
 	}{
 		{"nothing heard: never armed", nil, -1},
 		{"a client asks once a second: never armed", []req{{0, client}, {1000, client}, {2000, client}}, -1},
-		{"two followers, then the cut", append(probes(f1, 0, 1000), probes(f2, 50, 1050)...), 1050 + 350},
-		{"one follower, then the cut", probes(f1, 0, 1000), 1000 + 350},
-		{"one follower, two probes lost, then the cut", append(probes(f1, 0, 1000), probes(f1, 1300, 2500)...), 2500 + 350},
-		{"one follower, three probes lost", append(probes(f1, 0, 1000), probes(f1, 1400, 2500)...), 1000 + 350},
-		{"a single request after the fence does not re-arm", append(probes(f1, 0, 1000), req{1500, f1}), 1000 + 350},
+		{"two followers, then the cut", append(probes(f1, 0, 10*iv), probes(f2, iv/2, 10*iv+iv/2)...), 10*iv + iv/2 + fence},
+		{"one follower, then the cut", probes(f1, 0, 10*iv), 10*iv + fence},
+		{"one follower, two probes lost, then the cut", append(probes(f1, 0, 10*iv), probes(f1, 13*iv, 30*iv)...), 30*iv + fence},
+		{"one follower, three probes lost", append(probes(f1, 0, 10*iv), probes(f1, 14*iv, 30*iv)...), 10*iv + fence},
+		{"a single request after the fence does not re-arm", append(probes(f1, 0, 10*iv), req{10*iv + fence + 150, f1}), 10*iv + fence},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Unix(1000, 0)

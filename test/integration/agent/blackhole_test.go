@@ -170,7 +170,7 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvf-"}, ExtraArgs: []string{"--etcd-metrics-url="}})
-	for round, cut := range []time.Duration{time.Second, 270 * time.Millisecond, time.Second} {
+	for round, cut := range []time.Duration{time.Second, 27 * timing.FollowerProbeInterval / 10, time.Second} {
 		holder := offEtcdLeader(ctx, t, h, c)
 		follower := etcdLeader(ctx, t, h)
 		sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
