@@ -23,6 +23,9 @@ func TestHearingFencesOnlyAfterAStreamFellSilent(t *testing.T) {
 	const f1, f2, client = "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:99"
 	iv := int(timing.FollowerProbeInterval / time.Millisecond)
 	fence := int(timing.FenceSilence / time.Millisecond)
+	if iv%20 != 0 || fence%10 != 0 || 30*iv+fence > 3000 {
+		t.Fatalf("the cases below need a probe interval (%d ms) of whole 20 ms and a fence (%d ms) of whole 10 ms, within the 3 s run", iv, fence)
+	}
 	// requests lists (ms, MAC); deafAt is the first check (every FenceCheckInterval) that
 	// finds the holder deaf, -1 for none within the run.
 	type req struct {

@@ -155,14 +155,14 @@ func answerNames(h *netns.Harness, macs []string) string {
 const cutOffsMetric = "kube_vip_agent_follower_cut_offs_total"
 
 // TestBlackholedFollowerMovesNothing cuts a follower off at L2 with its carrier up for 1 s,
-// then 270 ms, then 1 s again. It hears the holder fall silent, but it hears its peer's probes fall silent
+// then 2.7 probe intervals (216 ms), then 1 s again. It hears the holder fall silent, but it hears its peer's probes fall silent
 // too, so it counts itself deaf and forgets the holder: it must not take the Lease, neither
 // during the cut nor after the heal (a write on the wire may commit late), nor may anybody
 // else. A follower's own blip is no reason to reset every connection through the VIP. The
 // holder still hears the other follower and must not fence either. The cut follower leads
 // etcd, the hardest case (the cut starts an etcd election, the holder's renewals stall);
 // the agents do not read etcd's metrics, so that the etcd-leader yield, a move by design,
-// stays out of the count. The cut follower's metrics show the cut. The 270 ms cut loses two
+// stays out of the count. The cut follower's metrics show the cut. The cut of 2.7 intervals loses two
 // of its peer's probes: the gap shows only at the tick that reads the first probe after the
 // heal, while its silence of the holder, read a tick late, already reaches the threshold of
 // the early takeover.
@@ -208,9 +208,9 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 		// Cutting etcd's leader starts an election, which the holder's stalled hold covers
 		// only up to its bound: past it the holder drops the VIP by its own rule, and takes it
 		// again if its own write is the next to commit.
-		if prev, next, ok := lease.stalledPastHold(timing.Defaults()); ok {
-			t.Logf("round %d: nothing was written to the Lease from %s's record at %s until %s's at %s, past the end of the stalled hold: the holder had to drop the VIP; not the follower's doing",
-				round, prev.holder, prev.at.Format(time.StampMilli), next.holder, next.at.Format(time.StampMilli))
+		if prev, next, ok := lease.stalledPastHold(timing.Defaults(), holder.Name(), rep.Changes[1].At); ok {
+			t.Logf("round %d: nothing committed to the Lease from %s's record of %s until %s's, read at %s, and the VIP left at %s, at the end of the stalled hold: the holder had to drop it; not the follower's doing",
+				round, prev.holder, prev.at.Format(time.StampMilli), next.holder, next.seen.Format(time.StampMilli), rep.Changes[1].At.Format(time.StampMilli))
 			continue
 		}
 		t.Errorf("round %d: the VIP moved although only the follower %s was cut: %s; the Lease's records: %s", round, follower, changes(rep), lease.history())
@@ -227,4 +227,34 @@ func etcdLeader(ctx context.Context, t *testing.T, h *netns.Harness) *netns.Node
 	}
 	t.Fatal("no etcd member leads")
 	return nil
+}
+
+// TestStalledPastHold checks the excuse TestBlackholedFollowerMovesNothing gives a holder that
+// dropped the VIP: only at the end of its own stalled hold, with nothing committed before.
+func TestStalledPastHold(t *testing.T) {
+	d := timing.Defaults()
+	t0 := time.Unix(1000, 0)
+	end := d.StalledTerm(d.TermFrom(t0)).End
+	own := func(at time.Time) leaseWrite {
+		return leaseWrite{holder: "node1", at: at, seen: at.Add(5 * time.Millisecond)}
+	}
+	for _, tc := range []struct {
+		name   string
+		writes []leaseWrite
+		left   time.Time
+		want   bool
+	}{
+		{"the holder dropped at its hold's end and took it back", []leaseWrite{own(t0), own(end.Add(280 * time.Millisecond))}, end, true},
+		{"another node took it after the hold's end", []leaseWrite{own(t0), {holder: "node2", at: end.Add(100 * time.Millisecond), seen: end.Add(110 * time.Millisecond)}}, end, true},
+		{"the VIP left before the hold's end", []leaseWrite{own(t0), own(end.Add(280 * time.Millisecond))}, end.Add(-time.Second), false},
+		{"a renewal committed within the hold", []leaseWrite{own(t0), own(t0.Add(2 * time.Second)), own(end.Add(time.Second))}, end, false},
+		{"the gap follows another node's record", []leaseWrite{{holder: "node2", at: t0, seen: t0}, own(end.Add(time.Second))}, end, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &leaseRecorder{writes: tc.writes}
+			if _, _, ok := r.stalledPastHold(d, "node1", tc.left); ok != tc.want {
+				t.Errorf("excused: %v, want %v", ok, tc.want)
+			}
+		})
+	}
 }

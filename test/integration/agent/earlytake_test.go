@@ -191,13 +191,14 @@ type leaseRecorder struct {
 	writes    []leaseWrite
 }
 
-// leaseWrite is one record written to the Lease: who, and the renewTime it wrote.
+// leaseWrite is one record written to the Lease: who, the renewTime it wrote (when the
+// write was sent) and when the recorder first read it (after it committed).
 type leaseWrite struct {
-	holder string
-	at     time.Time
+	holder   string
+	at, seen time.Time
 }
 
-// history lists the records written, as holder@time.
+// history lists the records written, as holder@renewTime.
 func (r *leaseRecorder) history() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -208,15 +209,21 @@ func (r *leaseRecorder) history() string {
 	return strings.Join(out, " ")
 }
 
-// stalledPastHold returns the first two writes in a row between which nothing was written
-// for longer than the stalled hold of the first: past its end the holder drops the VIP by
-// its own rule, whoever writes next.
-func (r *leaseRecorder) stalledPastHold(d timing.Timings) (prev, next leaseWrite, ok bool) {
+// holdEndSlack is how much earlier than the end of its stalled hold, by the renewTime it
+// wrote, the holder may have been seen dropping the VIP: the stamp is taken just before the
+// write's term starts.
+const holdEndSlack = 50 * time.Millisecond
+
+// stalledPastHold finds a record of holder after which nothing committed until its stalled
+// hold had ended, where the VIP left holder (at left) no earlier than that end: the holder
+// dropped it by its own rule, whoever wrote next.
+func (r *leaseRecorder) stalledPastHold(d timing.Timings, holder string, left time.Time) (prev, next leaseWrite, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := 1; i < len(r.writes); i++ {
 		prev, next = r.writes[i-1], r.writes[i]
-		if !next.at.Before(d.StalledTerm(d.TermFrom(prev.at)).End) {
+		end := d.StalledTerm(d.TermFrom(prev.at)).End
+		if prev.holder == holder && !next.seen.Before(end) && !left.Before(end.Add(-holdEndSlack)) {
 			return prev, next, true
 		}
 	}
@@ -239,9 +246,9 @@ func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string)
 			lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
 			if err == nil && lease.Spec.HolderIdentity != nil {
 				r.mu.Lock()
-				if w := (leaseWrite{holder: *lease.Spec.HolderIdentity}); lease.Spec.RenewTime != nil {
-					w.at = lease.Spec.RenewTime.Time
-					if n := len(r.writes); n == 0 || r.writes[n-1] != w {
+				if lease.Spec.RenewTime != nil {
+					w := leaseWrite{holder: *lease.Spec.HolderIdentity, at: lease.Spec.RenewTime.Time, seen: time.Now()}
+					if n := len(r.writes); n == 0 || r.writes[n-1].holder != w.holder || !r.writes[n-1].at.Equal(w.at) {
 						r.writes = append(r.writes, w)
 					}
 				}
