@@ -179,9 +179,15 @@ func (s *vipSet) runProbers(ctx context.Context, active func() bool) {
 }
 
 // silence is what the probers heard, as one (election.Config.VIPSilence): the exposure is
-// silent only while every family is, and since the latest of their silences began.
+// silent only while every family is, and since the latest of their silences began; this
+// node was cut off when any family's prober says so.
 func (s *vipSet) silence() election.Silence {
 	var out election.Silence
+	for _, p := range s.probers {
+		if cut := p.CutAt(); cut.After(out.CutAt) {
+			out.CutAt = cut
+		}
+	}
 	for i, p := range s.probers {
 		heard, since := p.Silence()
 		if heard.After(out.HeardAt) {
@@ -189,7 +195,7 @@ func (s *vipSet) silence() election.Silence {
 			out.HeardFrom, _ = p.Heard(heard)
 		}
 		if since.IsZero() {
-			return election.Silence{HeardAt: out.HeardAt, HeardFrom: out.HeardFrom}
+			return election.Silence{HeardAt: out.HeardAt, HeardFrom: out.HeardFrom, CutAt: out.CutAt}
 		}
 		if i == 0 || since.After(out.SilentSince) {
 			out.SilentSince = since
@@ -200,9 +206,19 @@ func (s *vipSet) silence() election.Silence {
 
 // heard is the probers' view for the metrics (followerView): the exposure is heard as
 // long as any family is, and the answerers are the most that any family counts.
+// The silence is the probers' own, not the one the election trusts after a cut.
 func (s *vipSet) heard() (lastHeardSeconds float64, answerers int, probing bool) {
-	silence := s.silence()
-	if silence.SilentSince.IsZero() {
+	var since time.Time
+	for _, p := range s.probers {
+		ps := p.SilentSince()
+		if ps.IsZero() {
+			return 0, 0, false
+		}
+		if ps.After(since) {
+			since = ps
+		}
+	}
+	if since.IsZero() {
 		return 0, 0, false
 	}
 	now := time.Now()
@@ -210,7 +226,7 @@ func (s *vipSet) heard() (lastHeardSeconds float64, answerers int, probing bool)
 		_, n := p.Heard(now)
 		answerers = max(answerers, n)
 	}
-	return now.Sub(silence.SilentSince).Seconds(), answerers, true
+	return now.Sub(since).Seconds(), answerers, true
 }
 
 // cutOffs is the probers' view for the metrics (followerView): how often a family's

@@ -42,8 +42,13 @@ type Prober struct {
 	// is kept.
 	answers   map[string]time.Time
 	heardFrom string
-	// cutOffs counts the times this follower went deaf to its peers (deafTick).
-	cutOffs int
+	// cutOffs counts the times this follower went deaf to its peers (deafTick); trust
+	// remembers the last such time, or the last time its probe failed. ownCutAt is the last
+	// time this follower itself was cut off, as far as it can tell: its probe failed, or it
+	// went deaf with the holder silent too (a peer's cut leaves the holder heard).
+	cutOffs  int
+	trust    Trust
+	ownCutAt time.Time
 }
 
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
@@ -54,15 +59,71 @@ func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *
 
 // Silence returns when another host last answered for the VIP (zero for never, and while
 // this follower is deaf to its peers), and since when it has been silent while probed (zero
-// while the prober does not probe).
+// while the prober does not probe). After a cut the silence counts only from when this
+// follower trusts its ears again (Trust), which may lie ahead.
 func (p *Prober) Silence() (heardAt, silentSince time.Time) {
+	return p.silenceAt(time.Now())
+}
+
+// SilentSince is since when the VIP has gone unanswered while probed, whatever this
+// follower trusts (zero while the prober does not probe): for the metrics.
+func (p *Prober) SilentSince() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.silentSince
+}
+
+func (p *Prober) silenceAt(now time.Time) (heardAt, silentSince time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	// Between the onset and the next tick, which forgets the holder (deafTick).
-	if p.peers.SilentFor(time.Now(), timing.PeerSilence) {
+	if p.peers.SilentFor(now, timing.PeerSilence) {
 		return time.Time{}, p.silentSince
 	}
-	return p.heardAt, p.silentSince
+	return p.heardAt, p.trust.Apply(p.silentSince)
+}
+
+// Trust is what a follower remembers of its last cut (it went deaf to its peers, or its
+// probe failed): until it hears its peers' stream again, or for timing.PeerReturnWait, it
+// cannot tell its own next cut from the holder's silence, so no silence is evidence. Its
+// deafness may have been a peer's cut, not its own.
+type Trust struct {
+	cutAt     time.Time
+	rearmedAt time.Time // when a peer's stream was first heard again after cutAt
+}
+
+// Cut records a cut at now.
+func (t *Trust) Cut(now time.Time) { t.cutAt = now }
+
+// Heard notes what the follower heard of its peers so far.
+func (t *Trust) Heard(peers Hearing) {
+	if !t.rearmedAt.After(t.cutAt) && peers.streamAt.After(t.cutAt) {
+		t.rearmedAt = peers.streamAt
+	}
+}
+
+// From is when a silence of the holder is evidence again after the last cut: when the
+// peers' stream was heard again, or timing.PeerReturnWait after the cut, whichever came
+// first; zero for never cut.
+func (t Trust) From() time.Time {
+	if t.cutAt.IsZero() {
+		return time.Time{}
+	}
+	end := t.cutAt.Add(timing.PeerReturnWait)
+	if t.rearmedAt.After(t.cutAt) && t.rearmedAt.Before(end) {
+		return t.rearmedAt
+	}
+	return end
+}
+
+// Apply returns when a silence that began at silentSince counts from: not before From (the
+// holder may have answered all along where this follower could not hear), so that the
+// early takeover's threshold runs from there; zero stays zero (not probing).
+func (t Trust) Apply(silentSince time.Time) time.Time {
+	if from := t.From(); !silentSince.IsZero() && from.After(silentSince) {
+		return from
+	}
+	return silentSince
 }
 
 // Run probes while active reports true, until ctx is done. A socket that fails is opened
@@ -119,6 +180,7 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 		if err != nil {
 			p.log.Error(err, "Probing the VIP as a follower failed", "vip", p.vip)
 			closeProbe()
+			p.cut(time.Now())
 			continue
 		}
 		now := time.Now()
@@ -181,13 +243,37 @@ func (p *Prober) deafTick(now time.Time, peerMACs []string) bool {
 	deaf := p.peers.SilentFor(now, timing.PeerSilence)
 	if deaf {
 		p.log.Info("No other follower's probe heard; forgetting the holder heard, as this node may be cut off (or its peers stopped probing)", "vip", p.vip, "silentFor", now.Sub(p.peers.streamAt).Round(time.Millisecond))
+		// Had only the peers gone, the holder would still be heard at every tick; cut
+		// itself, this follower read its last answer at most a tick after the peers' last
+		// probe, two ticks or more before now.
+		if now.Sub(p.heardAt) > timing.FollowerProbeInterval+timing.FollowerProbeInterval/2 {
+			p.ownCutAt = now
+		}
 		p.forgetLocked(now)
 		p.cutOffs++
+		p.trust.Cut(now)
 	}
 	for _, mac := range peerMACs {
 		p.peers.Heard(mac, now)
 	}
+	p.trust.Heard(p.peers)
 	return deaf
+}
+
+// cut records that this follower's probe failed at now: its link may be down.
+func (p *Prober) cut(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trust.Cut(now)
+	p.ownCutAt = now
+}
+
+// CutAt returns when this follower itself was last cut off, as far as it can tell (its
+// probe failed, or it heard neither its peers nor the holder); zero for never.
+func (p *Prober) CutAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ownCutAt
 }
 
 // CutOffs returns how often this follower went deaf to its peers' probes (see Prober).

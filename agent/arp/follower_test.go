@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,6 +78,10 @@ func TestProberForgetsWhatItHeardBeforeItReopened(t *testing.T) {
 			if !heard.IsZero() {
 				t.Fatalf("after the probe's socket was opened again, the holder still counts as heard at %s (silence since %s)",
 					heard.Format(time.StampMilli), since.Format(time.StampMilli))
+			}
+			// A failed probe is this node's own cut: no offer for a while.
+			if p.CutAt().IsZero() {
+				t.Error("the failed probe left no cut (CutAt zero)")
 			}
 			return
 		}
@@ -157,6 +162,11 @@ func TestProberCutOffForgetsTheHolder(t *testing.T) {
 			if got, want := p.CutOffs(), map[bool]int{true: 1, false: 0}[tc.cutPeer]; got != want {
 				t.Errorf("CutOffs() = %d, want %d", got, want)
 			}
+			// A cut follower takes no offer for a while (election.OfferHoldDown); one that
+			// still hears its peer may.
+			if got := p.CutAt(); got.IsZero() == tc.cutPeer || (tc.cutPeer && got.Before(cutAt)) {
+				t.Errorf("CutAt() = %v with the cut at %v, want it set only when the follower was cut", got, cutAt)
+			}
 		})
 	}
 }
@@ -188,8 +198,9 @@ func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
 	if !tick(8, peer) {
 		t.Fatal("the gap of three intervals that ended at this tick did not count as a cut")
 	}
-	if !p.heardAt.IsZero() || p.CutOffs() != 1 {
-		t.Fatalf("after the cut: heard at %v, %d cut-offs; want the holder forgotten, 1", p.heardAt, p.CutOffs())
+	if !p.heardAt.IsZero() || p.CutOffs() != 1 || !p.CutAt().Equal(t0.Add(8*timing.FollowerProbeInterval)) {
+		t.Fatalf("after the cut: heard at %v, %d cut-offs, cut at %v; want the holder forgotten, 1, tick 8",
+			p.heardAt, p.CutOffs(), p.CutAt())
 	}
 	// One probe lost (a gap of two intervals) is no cut.
 	for _, n := range []int{9, 11, 12} {
@@ -197,4 +208,178 @@ func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
 			t.Fatalf("deaf at tick %d after a single lost probe", n)
 		}
 	}
+}
+
+// Two followers cut one after the other: the first one's cut makes the second count itself
+// deaf (it hears no peer) and forget the holder; the second is cut right after the first
+// heals, before it heard the first's probes again, so nothing tells it that the holder's
+// silence is its own cut. It must not take the holder's silence as evidence until it hears
+// its peer again (and then only the silence since), or until timing.PeerReturnWait passed.
+// Before, its early write went out during its cut and committed after the heal: the VIP
+// moved off a healthy holder.
+func TestProberTrustsNoSilenceUntilItHearsItsPeersAgain(t *testing.T) {
+	iv := timing.FollowerProbeInterval
+	for _, tc := range []struct {
+		name string
+		// healAt is the tick at which this follower hears its peer again; 0: never.
+		healAt int
+	}{
+		{"the peer is heard again", 30},
+		{"the peer is gone for good", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := settledProber()
+			// The peer's cut: this follower hears the holder, not the peer, and counts
+			// itself deaf.
+			deafAt := -1
+			for n := 6; n <= 13; n++ {
+				p.set(tickAt(n), true)
+				if p.deafTick(tickAt(n), nil) {
+					deafAt = n
+				}
+			}
+			if deafAt < 0 {
+				t.Fatal("the peer's cut did not make this follower count itself deaf")
+			}
+			// This follower's own cut at tick 14, right as the peer heals: it hears nothing,
+			// well past the early takeover's silence.
+			for n := 14; n < 14+int(timing.EarlyTakeoverSilence/iv)+10; n++ {
+				p.deafTick(tickAt(n), nil)
+				if heard, since := p.silenceAt(tickAt(n)); !heard.IsZero() && tickAt(n).Sub(since) >= timing.EarlyTakeoverSilence {
+					t.Fatalf("tick %d, cut since tick 14: the holder counts as heard at %v and silent since %v, which allows an early takeover",
+						n, heard.Sub(tick0), since.Sub(tick0))
+				}
+			}
+			if tc.healAt == 0 {
+				// No peer ever again: once PeerReturnWait passed, the silence counts from then.
+				trusted := tickAt(deafAt).Add(timing.PeerReturnWait)
+				if heard, since := p.silenceAt(trusted); heard.IsZero() || !since.Equal(trusted) {
+					t.Fatalf("PeerReturnWait after the cut: heard %v, silent since %v; want the holder heard and the silence from %v",
+						heard, since.Sub(tick0), trusted.Sub(tick0))
+				}
+				return
+			}
+			// Healed: the peer's probes are read at two ticks in a row; the holder's answer
+			// only at the tick after (its probe went out at the first).
+			p.deafTick(tickAt(tc.healAt), []string{peerMAC})
+			p.deafTick(tickAt(tc.healAt+1), []string{peerMAC})
+			if heard, since := p.silenceAt(tickAt(tc.healAt + 1)); heard.IsZero() || tickAt(tc.healAt+1).Sub(since) >= timing.EarlyTakeoverSilence {
+				t.Fatalf("the peer heard again at tick %d: heard %v, silent since %v; want the silence to start then",
+					tc.healAt+1, heard, since.Sub(tick0))
+			}
+		})
+	}
+}
+
+// Trust.From is when a silence counts again after the last cut: the first peer stream
+// heard after it, or PeerReturnWait after it, whichever comes first; Apply moves a silence
+// that began before then to then.
+func TestTrust(t *testing.T) {
+	ms := time.Millisecond
+	stream := func(at time.Duration) Hearing { return Hearing{streamAt: tick0.Add(at)} }
+	for _, tc := range []struct {
+		name    string
+		cuts    []time.Duration // Cut at each, Heard(stream) after each cut
+		stream  []Hearing       // heard after the cuts, in order
+		want    time.Duration   // From, since tick0; -1: zero
+		silence time.Duration   // a silence that began then...
+		applied time.Duration   // ...counts from then
+	}{
+		{name: "never cut", want: -1, silence: 100 * ms, applied: 100 * ms},
+		{name: "cut, the peers not heard again", cuts: []time.Duration{0}, want: timing.PeerReturnWait,
+			silence: 100 * ms, applied: timing.PeerReturnWait},
+		{name: "cut, the peers heard again", cuts: []time.Duration{0}, stream: []Hearing{stream(700 * ms)}, want: 700 * ms,
+			silence: 100 * ms, applied: 700 * ms},
+		{name: "a stream at the instant of the cut is not a return", cuts: []time.Duration{0}, stream: []Hearing{stream(0)},
+			want: timing.PeerReturnWait, silence: 100 * ms, applied: timing.PeerReturnWait},
+		{name: "the peers back after the wait", cuts: []time.Duration{0}, stream: []Hearing{stream(timing.PeerReturnWait + ms)},
+			want: timing.PeerReturnWait, silence: 100 * ms, applied: timing.PeerReturnWait},
+		{name: "only the first return counts", cuts: []time.Duration{0}, stream: []Hearing{stream(700 * ms), stream(900 * ms)},
+			want: 700 * ms, silence: 100 * ms, applied: 700 * ms},
+		{name: "a silence that began after the return", cuts: []time.Duration{0}, stream: []Hearing{stream(700 * ms)},
+			want: 700 * ms, silence: 800 * ms, applied: 800 * ms},
+		{name: "a second cut after a return", cuts: []time.Duration{0, 2 * time.Second}, stream: []Hearing{stream(700 * ms)},
+			want: 2*time.Second + timing.PeerReturnWait, silence: 100 * ms, applied: 2*time.Second + timing.PeerReturnWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr Trust
+			for _, c := range tc.cuts {
+				tr.Cut(tick0.Add(c))
+				tr.Heard(Hearing{})
+			}
+			for _, h := range tc.stream {
+				tr.Heard(h)
+			}
+			want := time.Time{}
+			if tc.want >= 0 {
+				want = tick0.Add(tc.want)
+			}
+			if got := tr.From(); !got.Equal(want) {
+				t.Errorf("From() = %v, want %v", got, want)
+			}
+			if got := tr.Apply(tick0.Add(tc.silence)); !got.Equal(tick0.Add(tc.applied)) {
+				t.Errorf("Apply(%s) = %v, want %s", tc.silence, got.Sub(tick0), tc.applied)
+			}
+			if got := tr.Apply(time.Time{}); !got.IsZero() {
+				t.Errorf("Apply(zero) = %v, want zero (not probing)", got)
+			}
+		})
+	}
+}
+
+// A follower that stops hearing its peer knows whether it was cut itself by the holder:
+// still heard at the last ticks, the peer is the one gone (a cut, or it became the holder),
+// and only the trust is reset; not heard, this node counts the cut as its own, which keeps
+// it from offers (CutAt). The peers' last probe is read at tick 5 each time; the follower
+// goes deaf at tick 8.
+func TestProberTellsItsOwnCutFromAPeers(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		holderHeard []int // the ticks from 6 at which the holder's answer is read
+		own         bool
+	}{
+		{"the peer's cut: the holder answers", []int{6, 7, 8}, false},
+		{"the peer's cut: the holder's last answer lost", []int{6, 7}, false},
+		{"its own cut: the holder's answer to the probe before it read a tick late", []int{6}, true},
+		{"its own cut: the holder's last answer read with the peer's last probe", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := settledProber()
+			for n := 6; n <= 7; n++ {
+				if slices.Contains(tc.holderHeard, n) {
+					p.set(tickAt(n), true)
+				}
+				if p.deafTick(tickAt(n), nil) {
+					t.Fatalf("deaf at tick %d, before PeerSilence", n)
+				}
+			}
+			if slices.Contains(tc.holderHeard, 8) {
+				p.set(tickAt(8), true)
+			}
+			if !p.deafTick(tickAt(8), nil) {
+				t.Fatal("the peer's silence did not make this follower deaf at tick 8")
+			}
+			if got := p.CutAt(); got.IsZero() == tc.own {
+				t.Errorf("CutAt() = %v; want it set: %v", got, tc.own)
+			}
+		})
+	}
+}
+
+// tick0 and tickAt number a prober's ticks for the tests that drive deafTick by hand;
+// peerMAC is another follower's.
+var tick0 = time.Unix(1000, 0)
+
+func tickAt(n int) time.Time { return tick0.Add(time.Duration(n) * timing.FollowerProbeInterval) }
+
+const peerMAC = "02:00:00:00:00:02"
+
+// settledProber returns a prober that heard the holder and its peer at ticks 0 to 5.
+func settledProber() *Prober {
+	p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
+	for n := 0; n <= 5; n++ {
+		p.set(tickAt(n), true)
+		p.deafTick(tickAt(n), []string{peerMAC})
+	}
+	return p
 }

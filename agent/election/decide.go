@@ -167,7 +167,7 @@ func (v view) acquirableAt(now time.Time) time.Time {
 				}
 			}
 		default:
-			if v.offered && !v.defers && !v.heldDown(now) && !v.recentlyIneligible(now) {
+			if v.offered && !v.defers && !v.heldDown(now) && !v.recentlyUnfit(now) {
 				return v.observedAt // the holder offers the lead
 			}
 			if early, ok := v.earlyAt(); ok && early.Before(at) {
@@ -229,8 +229,13 @@ func (v view) heldDown(now time.Time) bool {
 // releases to the others: two lease durations.
 func (v view) healthHoldDown() time.Duration { return 2 * v.timings.LeaseDuration }
 
-// recentlyIneligible reports whether this candidate was not eligible less than
-// OfferHoldDown ago.
-func (v view) recentlyIneligible(now time.Time) bool {
-	return !v.ineligibleAt.IsZero() && now.Before(v.ineligibleAt.Add(OfferHoldDown))
+// recentlyUnfit reports whether this candidate was not eligible, or was cut off on L2
+// itself, less than OfferHoldDown ago: an offer moves the VIP on purpose, and should not
+// move it onto a node whose network just failed.
+func (v view) recentlyUnfit(now time.Time) bool {
+	last := v.ineligibleAt
+	if v.vip.CutAt.After(last) {
+		last = v.vip.CutAt
+	}
+	return !last.IsZero() && now.Before(last.Add(OfferHoldDown))
 }

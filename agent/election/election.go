@@ -115,6 +115,10 @@ type Silence struct {
 	// SilentSince is when every family of the VIP was last answered, or when this follower
 	// began to probe it if that is later; zero while it does not probe them all.
 	SilentSince time.Time
+	// CutAt is when this follower was last cut off itself on L2, as far as it can tell (its
+	// probe failed, or it heard neither its peers nor the holder); zero for never. It takes
+	// no offer for OfferHoldDown after that.
+	CutAt time.Time
 }
 
 // Callbacks receive leadership changes. They run in the election's goroutine and must
@@ -202,7 +206,7 @@ type Elector struct {
 	// (see heldDown).
 	resignedAt time.Time
 	// ineligibleAt is when this candidate was last seen not eligible after it had been
-	// eligible once (see recentlyIneligible): the wait for the first probe at start is no
+	// eligible once (see recentlyUnfit): the wait for the first probe at start is no
 	// crash.
 	ineligibleAt time.Time
 	wasEligible  bool
@@ -376,7 +380,7 @@ func (e *Elector) step(ctx context.Context) {
 }
 
 // noteEligibility records when a candidate that had been eligible stopped being so
-// (recentlyIneligible): the wait for the first probe at start is no crash.
+// (recentlyUnfit): the wait for the first probe at start is no crash.
 func (e *Elector) noteEligibility(eligible bool, now time.Time) {
 	switch {
 	case eligible:

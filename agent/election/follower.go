@@ -106,10 +106,13 @@ func (e *Elector) offersLead() bool { return e.cfg.Yield != nil && e.cfg.Yield(t
 // defers reports whether this candidate, as follower, should let the others take over first.
 func (e *Elector) defers() bool { return e.cfg.Yield != nil && e.cfg.Yield(false) }
 
-// OfferHoldDown is how long a candidate must have stayed eligible before it takes a
-// holder's offer (Config.Yield). An offer moves the VIP on purpose, for a benefit that only
-// counts when a node fails later; a node whose kube-apiserver crash-loops would take each
-// offer in its healthy moments and give the VIP back when it crashed again, two moves per
-// crash. Five minutes is kubelet's longest crash-loop back-off, so a node in such a loop
-// never takes an offer. A release or an expired Lease is still taken at once.
+// OfferHoldDown is how long a candidate must have stayed eligible, and not cut off on L2
+// itself (Silence.CutAt), before it takes a holder's offer (Config.Yield). An offer
+// moves the VIP on purpose, for a benefit that only counts when a node fails later; a node
+// whose kube-apiserver crash-loops would take each offer in its healthy moments and give
+// the VIP back when it crashed again, two moves per crash. Five minutes is kubelet's
+// longest crash-loop back-off, so a node in such a loop never takes an offer. A node whose
+// link flaps is the likelier next failure, and the flap of the etcd leader's link is what
+// often hands etcd's lead to the holder: the offer that followed went to the flapped node.
+// A release or an expired Lease is still taken at once.
 const OfferHoldDown = 5 * time.Minute

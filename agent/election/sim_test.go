@@ -186,6 +186,7 @@ type simProber struct {
 	heardAt, silentSince time.Time
 	heardFrom            string
 	peers                arp.Hearing
+	trust                arp.Trust // kept across reopens and cuts, as the prober keeps it
 	poked                bool
 }
 
@@ -828,7 +829,7 @@ func (a *simAgent) silence() Silence {
 	if p.peers.SilentFor(a.w.now, timing.PeerSilence) {
 		return Silence{SilentSince: p.silentSince}
 	}
-	return Silence{HeardAt: p.heardAt, HeardFrom: p.heardFrom, SilentSince: p.silentSince}
+	return Silence{HeardAt: p.heardAt, HeardFrom: p.heardFrom, SilentSince: p.trust.Apply(p.silentSince)}
 }
 
 // proberTick is one tick of a follower's prober (arp.Prober.Run): it probes while it does
@@ -843,7 +844,7 @@ func (a *simAgent) proberTick() {
 	}
 	now := w.now
 	if !p.open {
-		*p = simProber{open: true, silentSince: now}
+		*p = simProber{open: true, silentSince: now, trust: p.trust}
 	}
 	answered := false
 	for _, f := range a.answers {
@@ -860,12 +861,14 @@ func (a *simAgent) proberTick() {
 		p.silentSince, p.heardAt, p.poked = now, now, false
 	}
 	if p.peers.SilentFor(now, timing.PeerSilence) {
-		*p = simProber{open: true, silentSince: now}
+		*p = simProber{open: true, silentSince: now, trust: p.trust}
+		p.trust.Cut(now)
 	}
 	for _, f := range a.heard(now) {
 		p.peers.Heard(f, now)
 		a.ear.Heard(f, now) // the listener hears while following too
 	}
+	p.trust.Heard(p.peers)
 	if !p.poked && now.Sub(a.silence().SilentSince) >= timing.EarlyTakeoverSilence {
 		p.poked = true
 		a.poke()

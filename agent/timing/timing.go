@@ -76,7 +76,8 @@
 // reopened its probe (its link flapped) forgets what it heard, and so does one that heard
 // another follower's probes and then none for PeerSilence (it is cut off itself, its
 // carrier may be up: its silence is no evidence against the holder, and an early write of
-// its own could commit late, after the heal); one whose early write failed tries again only
+// its own could commit late, after the heal), and trusts no silence until it hears its peers
+// again or PeerReturnWait has passed; one whose early write failed tries again only
 // on a silence that began after the failure. A follower that never heard the holder (a fresh holder still in its guard,
 // a network that filters ARP replies) waits for the expiry, so a misconfigured network
 // cannot make the Lease ping-pong. The case assumes what the guard does (L2 reachability,
@@ -234,6 +235,13 @@ const (
 	// between reading the peer's last probe and the holder's last answer, it stays below
 	// EarlyTakeoverSilence, so a cut follower never writes early.
 	PeerSilence = 2*FollowerProbeInterval + FollowerProbeInterval/2
+	// PeerReturnWait is how long a follower that went deaf (PeerSilence) or whose probe failed
+	// trusts no silence of the holder, unless it hears its peers again first; the silence
+	// then counts from that moment. Its deafness may have been a peer's cut, and its own cut
+	// right after that peer's heal would look like the holder's silence (two followers cut
+	// back to back moved the VIP so). Seconds cover such blips; a follower whose peers are
+	// gone for good takes over by expiry meanwhile.
+	PeerReturnWait = 5 * time.Second
 	// StalledWriteHold is how long past the end of its term a holder keeps the VIP while
 	// its renewals stall (time out or fail for want of an etcd leader; never a conflict)
 	// and the takeover guard protects the VIP (StalledTerm). etcd elects a new leader 1 to

@@ -183,3 +183,19 @@ func TestDeafFollowerKnowsBeforeItsEarlyTakeover(t *testing.T) {
 		t.Errorf("PeerSilence %s leaves less than %s above the gap of one lost probe (%s)", PeerSilence, FollowerProbeInterval/2, gap)
 	}
 }
+
+// A follower that went deaf trusts no silence of the holder until it hears its peers again,
+// or for PeerReturnWait: its deafness may have been another follower's cut, and its own cut
+// may follow that one's heal. The wait must outlast such a cut of the other follower (1 s
+// in the bench's follower-cut-1s and the steady soak; 2.5 s is the longest cut of any
+// node the bench makes) with room to spare; meanwhile a follower whose peers are gone for
+// good takes over by expiry, so it stays well under a minute.
+func TestPeerReturnWaitOutlastsACut(t *testing.T) {
+	const longestCut = 2500 * time.Millisecond
+	if PeerReturnWait < 2*longestCut {
+		t.Errorf("PeerReturnWait %s does not cover a cut of %s twice over", PeerReturnWait, longestCut)
+	}
+	if PeerReturnWait > time.Minute {
+		t.Errorf("PeerReturnWait %s keeps a follower whose peers are gone from the early takeover for over a minute", PeerReturnWait)
+	}
+}

@@ -311,8 +311,8 @@ func (r *Runner) waitStableOffEtcdLeader(ctx context.Context, d *Deployment) (le
 // offEtcdLeader puts, for a system that keeps the VIP off the etcd leader's node
 // (sut.EtcdAware), the runs into that state: if the holder's member leads, etcd's
 // leadership goes to another node. The system would move the VIP itself (ours: the
-// etcd-leader yield), but only to a node that has been eligible for
-// election.OfferHoldDown (5 min), and this benchmark's faults come seconds apart.
+// etcd-leader yield), but only to a node that has been eligible, and not cut off itself,
+// for election.OfferHoldDown (5 min), and this benchmark's faults come seconds apart.
 func (r *Runner) offEtcdLeader(ctx context.Context, d *Deployment, holder int) (moved bool, err error) {
 	if aware, ok := d.sys.(sut.EtcdAware); !ok || !aware.KeepsOffEtcdLeader() {
 		return false, nil

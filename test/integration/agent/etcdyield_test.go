@@ -6,12 +6,14 @@ package agent_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -158,5 +160,91 @@ func waitRenewal(ctx context.Context, t *testing.T, h *netns.Harness, via *netns
 			t.Fatalf("no renewal by %s seen: %v", holder, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// TestCutFollowersTakeNoOffer: an offer (the etcd-leader yield) moves the VIP on purpose,
+// and must not move it onto a node whose network just failed. Both followers are cut off
+// at L2 with their carrier up, 1 s each, 2 s apart; between the two cuts etcd's leadership
+// goes from the second follower to the holder's member (in the soak the flap of the etcd
+// leader's link hands it around; a handover here, so that no etcd election stalls the
+// holder's renewals). The holder offers the lead, and neither follower takes it within
+// election.OfferHoldDown of its cut: the VIP stays.
+func TestCutFollowersTakeNoOffer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// A 2 s period: the holder learns of its member's leadership in seconds, not 20.
+	h, c := startCluster(ctx, t, clusterOptions{Net: netns.Options{Prefix: "kvo-"}, ExtraArgs: []string{"--etcd-check-period=2s"}})
+	assertEtcdMetricsRead(ctx, t, h)
+	holder, etcdLeader := holderAwayFromEtcdLeader(ctx, t, h, c)
+	var followers []*netns.Node
+	for _, n := range h.Nodes() {
+		if n != holder && n != etcdLeader {
+			followers = append(followers, n)
+		}
+	}
+	followers = append(followers, etcdLeader)
+	cutOffs := map[*netns.Node]float64{}
+	for _, n := range followers {
+		v, err := metric(ctx, n, cutOffsMetric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cutOffs[n] = v
+	}
+	sampler := h.StartHolderSampler(ctx, netns.SamplerOptions{})
+	for i, n := range followers {
+		if i > 0 {
+			// Two seconds after the first heal, as a soak's blips are a minute apart: the
+			// second follower has heard its peer again (back to back: the last round of
+			// TestBlackholedFollowerMovesNothing).
+			time.Sleep(2 * time.Second)
+			if err := etcdLeader.EtcdTransferLeadership(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cutOff(ctx, t, h, n, time.Second)
+	}
+	for _, n := range followers {
+		if v, err := metric(ctx, n, cutOffsMetric); err != nil || v <= cutOffs[n] {
+			t.Fatalf("%s's %s went from %v to %v (%v): it did not notice its cut", n, cutOffsMetric, cutOffs[n], v, err)
+		}
+	}
+	offered := waitOffer(ctx, t, holder)
+	// Followers watch the Lease and take an offer at once: seconds are plenty for one to
+	// take it if it would.
+	time.Sleep(5 * time.Second)
+	rep := sampler.Stop()
+	assertNoOverlap(t, rep)
+	if len(rep.Changes) != 1 || !slices.Equal(rep.Changes[0].Holders, []string{holder.Name()}) {
+		t.Errorf("the VIP moved off %s after its followers' cuts (the offer or the move seen at +%s): %s",
+			holder, offered.Sub(rep.Start).Round(time.Millisecond), changes(rep))
+	}
+	if now := waitEtcdLeader(ctx, t, h); now != holder {
+		t.Errorf("etcd's leadership moved to %s meanwhile; the test needs it at the holder %s", now, holder)
+	}
+}
+
+// waitOffer waits until holder's renewals carry the yield annotation (the offer), or the
+// Lease names another holder (an offer taken within a watch event may never be seen), and
+// returns when it saw which.
+func waitOffer(ctx context.Context, t *testing.T, holder *netns.Node) time.Time {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(holder.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder's read period (2 s), the confirmation (5 s), a renewal, and some room.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+		if err == nil && (lease.Annotations[election.YieldAnnotation] == holder.Name() ||
+			lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder.Name()) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, whose etcd member leads, did not offer the lead within 15 s (last read: %v)", holder, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
