@@ -16,7 +16,7 @@ set -euo pipefail
 ALL="python3-neutron python3-keystone python3-openstackclient uwsgi-core uwsgi-plugin-python3 curl jq sqlite3
 iproute2 iputils-ping arping keepalived util-linux procps make git ca-certificates
 containerd runc containernetworking-plugins gcc libc6-dev
-rabbitmq-server iptables ipset conntrack"
+rabbitmq-server iptables ipset conntrack radvd"
 pkgs=${*:-$ALL}
 
 missing=""
