@@ -33,13 +33,9 @@ UNIT_PLAIN_PKGS = $$($(GO) list ./... | grep -v -e '/test/' -e '-kube-vip/agent'
 INTEGRATION_PKGS = $$($(GO) list ./test/... | grep -v -e /test/integration/dataplane -e /test/integration/ovn -e /test/demo$$)
 # The front door through a real Neutron router (RabbitMQ, linuxbridge + L3 agents), and the
 # demo, which then walks it as make demo does (and checks that the release it builds is
-# reproducible), on a Keystone + Neutron of their own (hack/dataplane.sh restarts Neutron with
-# the agents). The demo runs here only, not in the integration tier as well. make test runs
-# this tier beside the integration tier's first phase (hack/test-integration.sh): the two
-# share no Neutron, port, namespace prefix or host directory, and this tier's failover bounds
-# are seconds, not the sub-second ones of the failover packages, which run after both.
+# reproducible): its own step, because hack/dataplane.sh restarts Neutron with the agents and
+# removes them again. The demo runs here only, not in the integration tier as well.
 DATAPLANE_PKGS = ./test/integration/dataplane/... ./test/demo/
-DATAPLANE_ENV = KUBE_VIP_OPENSTACK_DIR=$(CURDIR)/.local/openstack-dataplane KUBE_VIP_OPENSTACK_ENV=$(CURDIR)/.local/openstack-dataplane/env.sh KEYSTONE_PORT=5030 NEUTRON_PORT=9730
 # The front door through ML2/OVN (hack/ovn.sh: OVS's userspace datapath, OVN, Neutron with the
 # OVN driver), on a Keystone + Neutron of its own.
 OVN_PKGS = ./test/integration/ovn/...
@@ -63,9 +59,6 @@ SIM_TEST := ^TestSimulation$$
 # -count=1: the integration tests talk to Neutron, kube-apiservers and the kernel, which Go's
 # test cache does not track; a cached replay would count a pass that touched nothing.
 INTEGRATION_FLAGS ?= -count=1
-# A make target that hack/test-integration.sh runs beside the integration tier's first phase
-# (make test: test-dataplane); none when the tier runs alone.
-INTEGRATION_BESIDE ?=
 
 # The release version (VERSION is its one source) and the registry a release pushes to
 # (ghcr.io/<owner>): `make generate` writes both into the chart, the image vector and the
@@ -223,19 +216,18 @@ prebuild-integration:
 test-integration: prebuild-integration
 	@mkdir -p $(RESULTS)
 	@hack/install-deps.sh
-	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh) GOTESTSUM="$(GOTESTSUM)" INTEGRATION_PKGS="$(INTEGRATION_PKGS)" INTEGRATION_BESIDE="$(INTEGRATION_BESIDE)"; start=$$SECONDS; rc=0; \
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh) GOTESTSUM="$(GOTESTSUM)" INTEGRATION_PKGS="$(INTEGRATION_PKGS)"; start=$$SECONDS; rc=0; \
 	hack/with-openstack.sh hack/test-integration.sh $(RESULTS) -timeout $(INTEGRATION_TIMEOUT) $(INTEGRATION_FLAGS) $(TEST_FLAGS) || rc=$$?; \
 	hack/test-summary.sh integration $(TOOLING_DIRS) $(RESULTS)/integration.json $(RESULTS)/integration.summary $$((SECONDS - start)); exit $$rc
 
-# The dataplane tier: hack/dataplane.sh up (a fresh Keystone + Neutron in
-# .local/openstack-dataplane with RabbitMQ, the linuxbridge and L3 agents, a router, an
-# external client namespace), the tests, then down (also on failure; it stops Keystone +
-# Neutron too).
+# The dataplane tier: hack/dataplane.sh up (Keystone + Neutron with RabbitMQ, the linuxbridge
+# and L3 agents, a router, an external client namespace), the tests, then down (also on
+# failure; it stops Keystone + Neutron too).
 .PHONY: test-dataplane
 test-dataplane:
 	@mkdir -p $(RESULTS)
 	@hack/install-deps.sh
-	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh) $(DATAPLANE_ENV); rc=0; rm -rf .local/openstack-dataplane; \
+	export KUBEBUILDER_ASSETS=$$(hack/build-kube-binaries.sh); rc=0; \
 	hack/dataplane.sh up || rc=$$?; \
 	if [ $$rc = 0 ]; then \
 	  start=$$SECONDS; \
@@ -264,14 +256,13 @@ test-ovn:
 # Runs every tier even if an earlier one fails, then prints the tiers' summaries and what the
 # suite cost: each step's time, the slowest tests and packages (hack/test-cost.sh). The kube
 # binaries (all of them: the node tiers need kubelet too) are a step of their own, so that a
-# cold machine shows what building them cost. The dataplane tier runs inside the integration
-# step, beside its first phase (INTEGRATION_BESIDE, hack/test-integration.sh).
-TEST_STEPS := check test-unit kube-binaries-nodes test-integration test-ovn
+# cold machine shows what building them cost.
+TEST_STEPS := check test-unit kube-binaries-nodes test-integration test-dataplane test-ovn
 .PHONY: test
 test:
 	@mkdir -p $(RESULTS); rm -f $(RESULTS)/*.summary $(RESULTS)/*.json $(RESULTS)/steps; rc=0; \
 	for step in $(TEST_STEPS); do \
-	  start=$$SECONDS; $(MAKE) --no-print-directory $$step INTEGRATION_BESIDE=test-dataplane || rc=1; echo "$$step $$((SECONDS - start))" >>$(RESULTS)/steps; \
+	  start=$$SECONDS; $(MAKE) --no-print-directory $$step || rc=1; echo "$$step $$((SECONDS - start))" >>$(RESULTS)/steps; \
 	done; \
 	echo "==== summary"; \
 	hack/test-cost.sh $(RESULTS) || true; \

@@ -7,8 +7,7 @@
 #
 #   hack/test-cost.sh RESULTS_DIR [N]
 #
-# the time of each step (RESULTS_DIR/steps, lines "<step> <seconds>" that make test writes;
-# "<step> <seconds> beside" for one that ran beside the integration tier),
+# the time of each step (RESULTS_DIR/steps, lines "<step> <seconds>" that make test writes),
 # then the N (default 20) slowest top-level tests and the N slowest packages of every tier's
 # `go test -json` stream (RESULTS_DIR/*.json, gotestsum's --jsonfile).
 set -euo pipefail
@@ -19,12 +18,7 @@ mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 if [ -s "$dir/steps" ]; then
   echo "==== time by step"
   total=0
-  # a step marked "beside" ran within another step's time: shown, not added
-  while read -r step secs how; do
-    if [ "$how" = beside ]; then
-      printf '%-22s %8s  (beside test-integration)\n' "$step" "$(mmss "$secs")"
-      continue
-    fi
+  while read -r step secs; do
     printf '%-22s %8s\n' "$step" "$(mmss "$secs")"
     total=$((total + secs))
   done <"$dir/steps"

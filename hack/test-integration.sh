@@ -15,11 +15,6 @@
 #   2. the failover packages (agent, VIP, election, kube-vip, the real nodes, the harnesses),
 #      one at a time with the machine to themselves: they measure sub-second timings.
 #
-# INTEGRATION_BESIDE, if set, names a make target (make test: test-dataplane) that runs beside
-# phase 1, on a Keystone + Neutron of its own, and must end before phase 2 begins. Its output
-# goes to RESULTS_DIR/TARGET.log, printed when it ends, and its time to RESULTS_DIR/steps,
-# marked as spent beside this tier.
-#
 #   hack/with-openstack.sh hack/test-integration.sh RESULTS_DIR GO_TEST_FLAGS...
 #
 # The shared Keystone + Neutron is the caller's (hack/with-openstack.sh); the second
@@ -56,17 +51,6 @@ run() {
 }
 
 rc=0
-beside=${INTEGRATION_BESIDE:-}
-if [ -n "$beside" ]; then
-  (
-    start=$SECONDS
-    brc=0
-    make --no-print-directory "$beside" >"$results/$beside.log" 2>&1 || brc=$?
-    echo "$beside $((SECONDS - start)) beside" >>"$results/steps"
-    exit $brc
-  ) &
-  beside_pid=$!
-fi
 (
   export KUBE_VIP_OPENSTACK_DIR=$ROOT/.local/openstack-second KUBE_VIP_OPENSTACK_ENV=$ROOT/.local/openstack-second/env.sh \
     KEYSTONE_PORT=5020 NEUTRON_PORT=9720
@@ -77,11 +61,6 @@ fi
 second_pid=$!
 run calm "${calm[@]}" || rc=1
 wait "$second_pid" || rc=1
-if [ -n "$beside" ]; then
-  wait "$beside_pid" || rc=1
-  echo "==== make $beside (ran beside phase 1)"
-  cat "$results/$beside.log"
-fi
 run timed "${timed[@]}" || rc=1
 cat "$results"/integration-{second,calm,timed}.json >"$results/integration.json" 2>/dev/null || rc=1
 rm -f "$results"/integration-{second,calm,timed}.json
