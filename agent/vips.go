@@ -179,27 +179,28 @@ func (s *vipSet) runProbers(ctx context.Context, active func() bool) {
 }
 
 // silence is what the probers heard, as one (election.Config.VIPSilence): the exposure is
-// silent only while every family is, and since the latest of their silences began; this
-// node was cut off when any family's prober says so.
+// silent only while every family is, since the latest of their silences began, and
+// confirmed when every family's is; this node was cut off when any family's prober says so.
 func (s *vipSet) silence() election.Silence {
-	var out election.Silence
-	for _, p := range s.probers {
+	out := election.Silence{Confirmed: true}
+	probing := true
+	for i, p := range s.probers {
 		if cut := p.CutAt(); cut.After(out.CutAt) {
 			out.CutAt = cut
 		}
-	}
-	for i, p := range s.probers {
-		heard, since := p.Silence()
+		heard, since, confirmed := p.Silence()
 		if heard.After(out.HeardAt) {
 			out.HeardAt = heard
 			out.HeardFrom, _ = p.Heard(heard)
 		}
-		if since.IsZero() {
-			return election.Silence{HeardAt: out.HeardAt, HeardFrom: out.HeardFrom, CutAt: out.CutAt}
-		}
+		probing = probing && !since.IsZero()
+		out.Confirmed = out.Confirmed && confirmed
 		if i == 0 || since.After(out.SilentSince) {
 			out.SilentSince = since
 		}
+	}
+	if !probing || out.SilentSince.IsZero() {
+		out.SilentSince, out.Confirmed = time.Time{}, false
 	}
 	return out
 }

@@ -49,19 +49,23 @@ type Prober struct {
 	cutOffs  int
 	trust    Trust
 	ownCutAt time.Time
+	// confirmed is the silentSince that a confirmation burst found standing (confirm).
+	confirmed time.Time
 }
 
 // NewProber returns the prober of vip on the named interface. onSilent is called once per
-// silence, when it reaches timing.EarlyTakeoverSilence, so that the election decides then.
+// silence, when it reached timing.EarlyTakeoverSilence and outlasted the confirmation burst
+// (never, if the burst is answered), so that the election decides then.
 func NewProber(iface string, vip netip.Addr, onSilent func(), log logr.Logger) *Prober {
 	return &Prober{iface: iface, vip: vip.Unmap(), onSilent: onSilent, log: log, open: openReplyProbe, listen: openRequests}
 }
 
 // Silence returns when another host last answered for the VIP (zero for never, and while
-// this follower is deaf to its peers), and since when it has been silent while probed (zero
-// while the prober does not probe). After a cut the silence counts only from when this
-// follower trusts its ears again (Trust), which may lie ahead.
-func (p *Prober) Silence() (heardAt, silentSince time.Time) {
+// this follower is deaf to its peers), since when it has been silent while probed (zero
+// while the prober does not probe), and whether a burst of timing.ConfirmProbes found that
+// silence standing once it reached timing.EarlyTakeoverSilence. After a cut the silence
+// counts only from when this follower trusts its ears again (Trust), which may lie ahead.
+func (p *Prober) Silence() (heardAt, silentSince time.Time, confirmed bool) {
 	return p.silenceAt(time.Now())
 }
 
@@ -73,14 +77,15 @@ func (p *Prober) SilentSince() time.Time {
 	return p.silentSince
 }
 
-func (p *Prober) silenceAt(now time.Time) (heardAt, silentSince time.Time) {
+func (p *Prober) silenceAt(now time.Time) (heardAt, silentSince time.Time, confirmed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	confirmed = !p.silentSince.IsZero() && p.confirmed.Equal(p.silentSince)
 	// Between the onset and the next tick, which forgets the holder (deafTick).
 	if p.peers.SilentFor(now, timing.PeerSilence) {
-		return time.Time{}, p.silentSince
+		return time.Time{}, p.silentSince, confirmed
 	}
-	return p.heardAt, p.trust.Apply(p.silentSince)
+	return p.heardAt, p.trust.Apply(p.silentSince), confirmed
 }
 
 // Trust is what a follower remembers of its last cut (it went deaf to its peers, or its
@@ -200,13 +205,46 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 				poked = false
 			}
 		}
-		if _, since := p.Silence(); !poked && now.Sub(since) >= timing.EarlyTakeoverSilence {
+		if _, since, _ := p.Silence(); !poked && now.Sub(since) >= timing.EarlyTakeoverSilence-timing.SilenceTickSlack && p.confirm(ctx, pr) {
 			poked = true
 			if p.onSilent != nil {
 				p.onSilent()
 			}
 		}
 	}
+}
+
+// confirm asks timing.ConfirmProbes more times before a silence counts, and reports whether
+// none was answered; an answer ends the silence, as at a tick. Losses are independent
+// enough that this makes a false silence rare for a few tens of milliseconds, where
+// a longer EarlyTakeoverSilence would cost a probe interval per lost answer it covers.
+func (p *Prober) confirm(ctx context.Context, pr probe) bool {
+	for range timing.ConfirmProbes {
+		if err := pr.send(); err != nil {
+			p.log.Error(err, "Confirming the holder's silence failed", "vip", p.vip)
+			return false // the next tick finds the socket failing too, and closes it
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(timing.ConfirmInterval):
+		}
+		who, err := pr.drain()
+		if err != nil {
+			p.log.Error(err, "Confirming the holder's silence failed", "vip", p.vip)
+			return false
+		}
+		if len(who) > 0 {
+			now := time.Now()
+			p.set(now, true)
+			p.noteAnswers(now, who)
+			return false
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.confirmed = p.silentSince
+	return true
 }
 
 // set starts a silence at since (zero: not probing); heard says another host answered then.

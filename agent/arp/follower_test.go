@@ -72,7 +72,7 @@ func TestProberForgetsWhatItHeardBeforeItReopened(t *testing.T) {
 		mu.Lock()
 		n := opened
 		mu.Unlock()
-		if heard, since := p.Silence(); n >= 2 && !since.IsZero() {
+		if heard, since, _ := p.Silence(); n >= 2 && !since.IsZero() {
 			cancel()
 			<-done
 			if !heard.IsZero() {
@@ -141,22 +141,27 @@ func TestProberCutOffForgetsTheHolder(t *testing.T) {
 			defer func() { cancel(); <-done }()
 
 			time.Sleep(5 * timing.FollowerProbeInterval)
-			if heard, _ := p.Silence(); heard.IsZero() {
+			if heard, _, _ := p.Silence(); heard.IsZero() {
 				t.Fatal("the holder was never heard")
 			}
 			cutAt := time.Now()
 			holderCut.Store(true)
 			peerCut.Store(tc.cutPeer)
 			// The last answer was read at most an interval before the cut: the earliest
-			// early takeover is EarlyTakeoverSilence after that.
+			// early takeover is EarlyTakeoverSilence after that, confirmed ConfirmSilence
+			// later.
 			for _, at := range []time.Duration{timing.EarlyTakeoverSilence - timing.FollowerProbeInterval, timing.EarlyTakeoverSilence + timing.FollowerProbeInterval} {
 				time.Sleep(time.Until(cutAt.Add(at)))
-				heard, since := p.Silence()
+				heard, since, confirmed := p.Silence()
 				if !heard.IsZero() != tc.wantHeard {
 					t.Fatalf("%s after the cut the holder counts as heard: %v, want %v", at, !heard.IsZero(), tc.wantHeard)
 				}
-				if tc.wantHeard && at > timing.EarlyTakeoverSilence && time.Since(since) < timing.EarlyTakeoverSilence {
+				late := at > timing.EarlyTakeoverSilence
+				if tc.wantHeard && late && time.Since(since) < timing.EarlyTakeoverSilence {
 					t.Fatalf("%s after the cut the silence is only %s", at, time.Since(since).Round(time.Millisecond))
+				}
+				if want := tc.wantHeard && late; confirmed != want {
+					t.Fatalf("%s after the cut the silence is confirmed: %v, want %v", at, confirmed, want)
 				}
 			}
 			if got, want := p.CutOffs(), map[bool]int{true: 1, false: 0}[tc.cutPeer]; got != want {
@@ -178,16 +183,11 @@ func TestProberCutOffForgetsTheHolder(t *testing.T) {
 // timing.EarlyTakeoverSilence: a 0.26 s blip of a follower took a healthy holder's Lease in
 // the election package's simulation.
 func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
-	const peer = "02:00:00:00:00:02"
 	p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), nil, logr.Discard())
-	t0 := time.Unix(1000, 0)
-	// tick n reads at n probe intervals.
-	tick := func(n int, macs ...string) bool {
-		return p.deafTick(t0.Add(time.Duration(n)*timing.FollowerProbeInterval), macs)
-	}
-	p.set(t0, true) // the holder answered
+	tick := func(n int, macs ...string) bool { return p.deafTick(tickAt(n), macs) }
+	p.set(tick0, true) // the holder answered
 	for n := 0; n <= 5; n++ {
-		if tick(n, peer) {
+		if tick(n, peerMAC) {
 			t.Fatalf("deaf at tick %d while the peer was heard every tick", n)
 		}
 	}
@@ -195,16 +195,16 @@ func TestProberCountsACutThatHealedBetweenTicks(t *testing.T) {
 	if tick(6) || tick(7) {
 		t.Fatal("deaf before the gap reached PeerSilence")
 	}
-	if !tick(8, peer) {
+	if !tick(8, peerMAC) {
 		t.Fatal("the gap of three intervals that ended at this tick did not count as a cut")
 	}
-	if !p.heardAt.IsZero() || p.CutOffs() != 1 || !p.CutAt().Equal(t0.Add(8*timing.FollowerProbeInterval)) {
+	if !p.heardAt.IsZero() || p.CutOffs() != 1 || !p.CutAt().Equal(tickAt(8)) {
 		t.Fatalf("after the cut: heard at %v, %d cut-offs, cut at %v; want the holder forgotten, 1, tick 8",
 			p.heardAt, p.CutOffs(), p.CutAt())
 	}
 	// One probe lost (a gap of two intervals) is no cut.
 	for _, n := range []int{9, 11, 12} {
-		if tick(n, peer) {
+		if tick(n, peerMAC) {
 			t.Fatalf("deaf at tick %d after a single lost probe", n)
 		}
 	}
@@ -245,7 +245,7 @@ func TestProberTrustsNoSilenceUntilItHearsItsPeersAgain(t *testing.T) {
 			// well past the early takeover's silence.
 			for n := 14; n < 14+int(timing.EarlyTakeoverSilence/iv)+10; n++ {
 				p.deafTick(tickAt(n), nil)
-				if heard, since := p.silenceAt(tickAt(n)); !heard.IsZero() && tickAt(n).Sub(since) >= timing.EarlyTakeoverSilence {
+				if heard, since, _ := p.silenceAt(tickAt(n)); !heard.IsZero() && tickAt(n).Sub(since) >= timing.EarlyTakeoverSilence {
 					t.Fatalf("tick %d, cut since tick 14: the holder counts as heard at %v and silent since %v, which allows an early takeover",
 						n, heard.Sub(tick0), since.Sub(tick0))
 				}
@@ -253,7 +253,7 @@ func TestProberTrustsNoSilenceUntilItHearsItsPeersAgain(t *testing.T) {
 			if tc.healAt == 0 {
 				// No peer ever again: once PeerReturnWait passed, the silence counts from then.
 				trusted := tickAt(deafAt).Add(timing.PeerReturnWait)
-				if heard, since := p.silenceAt(trusted); heard.IsZero() || !since.Equal(trusted) {
+				if heard, since, _ := p.silenceAt(trusted); heard.IsZero() || !since.Equal(trusted) {
 					t.Fatalf("PeerReturnWait after the cut: heard %v, silent since %v; want the holder heard and the silence from %v",
 						heard, since.Sub(tick0), trusted.Sub(tick0))
 				}
@@ -263,7 +263,7 @@ func TestProberTrustsNoSilenceUntilItHearsItsPeersAgain(t *testing.T) {
 			// only at the tick after (its probe went out at the first).
 			p.deafTick(tickAt(tc.healAt), []string{peerMAC})
 			p.deafTick(tickAt(tc.healAt+1), []string{peerMAC})
-			if heard, since := p.silenceAt(tickAt(tc.healAt + 1)); heard.IsZero() || tickAt(tc.healAt+1).Sub(since) >= timing.EarlyTakeoverSilence {
+			if heard, since, _ := p.silenceAt(tickAt(tc.healAt + 1)); heard.IsZero() || tickAt(tc.healAt+1).Sub(since) >= timing.EarlyTakeoverSilence {
 				t.Fatalf("the peer heard again at tick %d: heard %v, silent since %v; want the silence to start then",
 					tc.healAt+1, heard, since.Sub(tick0))
 			}
@@ -382,4 +382,79 @@ func settledProber() *Prober {
 		p.deafTick(tickAt(n), []string{peerMAC})
 	}
 	return p
+}
+
+// lossyProbe answers every request at the next read, but for the requests (numbered from
+// 1) that lost says are lost.
+type lossyProbe struct {
+	mu      sync.Mutex
+	sent    int
+	pending bool
+	lost    func(n int) bool
+}
+
+func (p *lossyProbe) send() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent++
+	p.pending = p.pending || !p.lost(p.sent)
+	return nil
+}
+
+func (p *lossyProbe) drain() ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pending {
+		return nil, nil
+	}
+	p.pending = false
+	return []string{"02:00:00:00:00:01"}, nil
+}
+
+func (p *lossyProbe) Close() error { return nil }
+
+// A silence that reaches EarlyTakeoverSilence counts only once ConfirmProbes more requests
+// went unanswered: the holder's answers to requests 10 to 16 are lost (the four ticks'
+// worth of the silence, the request of the tick that reaches it and two of the burst),
+// and the third request of the burst is answered. Before, the prober poked the election on
+// the first four losses and the VIP moved off a healthy holder. A holder that stays silent
+// is confirmed and poked within the burst.
+func TestProberConfirmsASilenceBeforeItCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		lost          func(n int) bool
+		wantConfirmed bool
+	}{
+		{"answered within the burst", func(n int) bool { return n >= 10 && n <= 16 }, false},
+		{"silent through the burst", func(n int) bool { return n >= 10 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pokes atomic.Int32
+			pr := &lossyProbe{lost: tc.lost}
+			p := NewProber("eth0", netip.MustParseAddr("192.0.2.10"), func() { pokes.Add(1) }, logr.Discard())
+			p.open = func(string, netip.Addr) (probe, error) { return pr, nil }
+			p.listen = func(string, netip.Addr) (requests, error) { return &segment{}, nil }
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); p.Run(ctx, func() bool { return true }) }()
+			defer func() { cancel(); <-done }()
+
+			// Request n goes out at tick n; the silence reaches EarlyTakeoverSilence (less
+			// SilenceTickSlack) at tick 14, and the burst ends before tick 15.
+			time.Sleep(17 * timing.FollowerProbeInterval)
+			heard, _, confirmed := p.Silence()
+			if heard.IsZero() {
+				t.Fatal("the holder was never heard")
+			}
+			if got := pokes.Load() > 0; got != tc.wantConfirmed || confirmed != tc.wantConfirmed {
+				t.Fatalf("the election poked: %v, the silence confirmed: %v; want %v", got, confirmed, tc.wantConfirmed)
+			}
+			pr.mu.Lock()
+			sent := pr.sent
+			pr.mu.Unlock()
+			if least := 13 + timing.ConfirmProbes; tc.wantConfirmed && sent < least {
+				t.Errorf("%d requests sent, want at least %d (the ticks and the burst)", sent, least)
+			}
+		})
+	}
 }

@@ -183,7 +183,8 @@ func (v view) acquirableAt(now time.Time) time.Time {
 
 // earlyAt is when a follower may take the Lease of a holder whose VIP fell silent, before
 // its term expires: every family of the VIP went unanswered for timing.EarlyTakeoverSilence
-// while this follower probed it, and it heard the VIP answer after it first saw this
+// while this follower probed it, and through the confirmation burst that followed (the
+// prober then pokes the election), and it heard the VIP answer after it first saw this
 // holder's name, so that a holder whose answers never reach the followers (a fresh holder
 // in its guard, a network that filters ARP replies) is only ever taken over by expiry.
 // The takeover guard of the new holder still waits while anybody answers (package timing).
@@ -194,7 +195,7 @@ func (v view) earlyAt() (time.Time, bool) {
 	if !v.earlyFailedAt.IsZero() && !v.vip.SilentSince.After(v.earlyFailedAt) {
 		return time.Time{}, false
 	}
-	if v.vip.SilentSince.IsZero() || v.holderSeenAt.IsZero() || !v.vip.HeardAt.After(v.holderSeenAt) {
+	if v.vip.SilentSince.IsZero() || !v.vip.Confirmed || v.holderSeenAt.IsZero() || !v.vip.HeardAt.After(v.holderSeenAt) {
 		return time.Time{}, false
 	}
 	return v.vip.SilentSince.Add(timing.EarlyTakeoverSilence), true

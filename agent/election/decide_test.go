@@ -41,10 +41,10 @@ func TestDecide(t *testing.T) {
 	released := func(v *view) { v.holder, v.releaseSeen = "", true }
 	offered := func(v *view) { v.offered = true }
 	// silent: the follower saw the holder at 0, heard the VIP answer at 200 ms, and nothing
-	// since 300 ms (its last answered probe).
+	// since 300 ms (its last answered probe), through its prober's confirmation burst.
 	silent := func(v *view) {
 		v.holderSeenAt = t0
-		v.vip = Silence{HeardAt: at(200 * ms), SilentSince: at(300 * ms)}
+		v.vip = Silence{HeardAt: at(200 * ms), SilentSince: at(300 * ms), Confirmed: true}
 	}
 	early := 300*ms + timing.EarlyTakeoverSilence
 
@@ -112,6 +112,8 @@ func TestDecide(t *testing.T) {
 			l + YieldDelay, takeOver, l + YieldDelay + retry},
 		{"follower waits for a silent VIP to stay silent", follower(silent), 500 * ms, idle, early},
 		{"follower takes the Lease of a holder whose VIP fell silent", follower(silent), early, takeEarly, early + retry},
+		{"follower whose prober has not confirmed the silence waits for its poke or the expiry",
+			follower(func(v *view) { silent(v); v.vip.Confirmed = false }), early + 30*ms, idle, l},
 		{"follower whose early write failed leaves the record to its expiry",
 			follower(func(v *view) { silent(v); v.earlyFailedAt = at(early + 5*ms) }), early + 10*ms, idle, l},
 		{"follower whose early write failed does not try again on a newer record in the same silence",

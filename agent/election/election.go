@@ -89,8 +89,9 @@ type Config struct {
 	VIPAnswered func(ctx context.Context) bool
 	// VIPSilence reports what this candidate's prober heard of the VIP while it follows. A
 	// follower that heard the VIP answer after it first saw the holder's name, and then
-	// heard nothing for timing.EarlyTakeoverSilence, takes the Lease before its term expires
-	// (a holder whose link went down serves nobody). Nil means never early.
+	// heard nothing for timing.EarlyTakeoverSilence nor to the confirmation burst (Confirmed),
+	// takes the Lease before its term expires (a holder whose link went down serves nobody).
+	// Nil means never early.
 	VIPSilence func() Silence
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
@@ -115,6 +116,9 @@ type Silence struct {
 	// SilentSince is when every family of the VIP was last answered, or when this follower
 	// began to probe it if that is later; zero while it does not probe them all.
 	SilentSince time.Time
+	// Confirmed says that every family's silence outlasted its confirmation burst
+	// (timing.ConfirmProbes): only then is it evidence for the early takeover.
+	Confirmed bool
 	// CutAt is when this follower was last cut off itself on L2, as far as it can tell (its
 	// probe failed, or it heard neither its peers nor the holder); zero for never. It takes
 	// no offer for OfferHoldDown after that.

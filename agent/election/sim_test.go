@@ -823,13 +823,15 @@ func (a *simAgent) answered(context.Context) bool {
 	return false
 }
 
-// silence is election.Config.VIPSilence (arp.Prober.Silence).
+// silence is election.Config.VIPSilence (arp.Prober.Silence). The simulation does not model
+// the prober's confirmation burst: a silence counts as confirmed when the poke comes, which
+// makes its early takeovers ConfirmSilence earlier than the agent's, never later.
 func (a *simAgent) silence() Silence {
 	p := &a.p
 	if p.peers.SilentFor(a.w.now, timing.PeerSilence) {
-		return Silence{SilentSince: p.silentSince}
+		return Silence{SilentSince: p.silentSince, Confirmed: p.poked}
 	}
-	return Silence{HeardAt: p.heardAt, HeardFrom: p.heardFrom, SilentSince: p.trust.Apply(p.silentSince)}
+	return Silence{HeardAt: p.heardAt, HeardFrom: p.heardFrom, SilentSince: p.trust.Apply(p.silentSince), Confirmed: p.poked}
 }
 
 // proberTick is one tick of a follower's prober (arp.Prober.Run): it probes while it does

@@ -84,7 +84,8 @@
 // answers within TakeoverReplyBound), that the follower's own link is up (it probes only
 // while its link is up, and acts only while eligible), and that a new holder does not stall for longer than EarlyTakeoverSilence
 // − TakeoverSilence between its guard's verdict and its first answer. A false silence (4
-// answers in a row lost) costs a needless move, not a second holder.
+// answers in a row lost, and the ConfirmProbes sent then) costs a needless move, not a
+// second holder; the confirmation only delays the write, which widens the fence's lead.
 //
 // The holder's half of that case is the fence. A holder cut off at L2 with its carrier up
 // (a switch or flow-table fault: no link change, its etcd traffic cut too) does not hear
@@ -213,11 +214,31 @@ const (
 	// EarlyTakeoverSilence is how long every VIP family must have gone unanswered, with this
 	// follower probing every FollowerProbeInterval, before it takes the Lease of a holder it
 	// had heard answer (the holder's link or node is gone: its term would only run out).
-	// Four probes in a row lost by a holder that answers (0.02^4 = 1.6e-7 at 2 % loss, as
-	// the guard), and far above TakeoverSilence, the guard's verdict of a new holder that is
-	// about to answer. A false silence is not a second holder: the taker's guard still waits
-	// while the holder answers, and the holder steps down on the new record.
+	// Four probes in a row lost by a holder that answers, and far above TakeoverSilence, the
+	// guard's verdict of a new holder that is about to answer. A false silence is not a
+	// second holder: the taker's guard still waits while the holder answers, and the holder
+	// steps down on the new record. It is a needless move, which ConfirmProbes makes rare.
 	EarlyTakeoverSilence = 4 * FollowerProbeInterval
+	// ConfirmProbes is how many more requests a follower sends, ConfirmInterval apart, once
+	// the holder has been silent for EarlyTakeoverSilence, before the silence counts: an
+	// answer to any of them ends it. A probe needs two frames, so at 2 % loss per frame four
+	// in a row are lost about once in 400 000 probes: about once in nine 30-minute soaks
+	// of two followers. With the confirmation a false silence needs ten lost in a row, for
+	// ConfirmSilence more on every early takeover. It is no safety rule (the guard is), so
+	// it need not wait TakeoverReplyBound: an answer slower than ConfirmInterval only
+	// weakens it.
+	ConfirmProbes = 5
+	// ConfirmInterval is the pause between two confirmation requests, each followed by a
+	// read: an answer on a LAN takes well under a millisecond.
+	ConfirmInterval = 8 * time.Millisecond
+	// ConfirmSilence is what the confirmation adds to an early takeover.
+	ConfirmSilence = ConfirmProbes * ConfirmInterval
+	// SilenceTickSlack is how much short of EarlyTakeoverSilence a silence may measure at the
+	// tick that reads its fourth lost answer and still start the confirmation: both ends are
+	// read after a ticker wake-up, so without it half of the silences reach the threshold a
+	// tick late, 80 ms. Below ConfirmSilence, so the silence has its full length once the
+	// burst ends and the election checks it.
+	SilenceTickSlack = FollowerProbeInterval / 8
 	// FenceSilence is how long a holder that heard its followers' probes (arp.Listener) may
 	// hear no request for the VIP before it removes the VIP: it is then cut off from them at
 	// L2, whatever its carrier says, and they take its Lease on their EarlyTakeoverSilence.

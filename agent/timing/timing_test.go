@@ -148,8 +148,23 @@ func TestEarlyTakeoverSilence(t *testing.T) {
 	if room := EarlyTakeoverSilence - TakeoverSilence; room < 3*TakeoverSilence {
 		t.Errorf("EarlyTakeoverSilence leaves a new holder %s after its guard's verdict, want at least %s", room, 3*TakeoverSilence)
 	}
-	if d := Defaults(); EarlyTakeoverSilence+FollowerProbeInterval >= d.LeaseDuration {
-		t.Errorf("EarlyTakeoverSilence %s does not beat the expiry of a lease (%s)", EarlyTakeoverSilence, d.LeaseDuration)
+	if d := Defaults(); EarlyTakeoverSilence+FollowerProbeInterval+ConfirmSilence >= d.LeaseDuration {
+		t.Errorf("EarlyTakeoverSilence %s and its confirmation (%s) do not beat the expiry of a lease (%s)", EarlyTakeoverSilence, ConfirmSilence, d.LeaseDuration)
+	}
+}
+
+// The confirmation burst ends before the prober's next tick, so that it never costs a
+// regular probe, and asks at least as often as the silence did: a false silence then needs
+// at least twice the losses.
+func TestConfirmationFitsBetweenTwoProbes(t *testing.T) {
+	if ConfirmSilence >= FollowerProbeInterval {
+		t.Errorf("ConfirmSilence %s does not end before the next probe (%s)", ConfirmSilence, FollowerProbeInterval)
+	}
+	if silent := int(EarlyTakeoverSilence / FollowerProbeInterval); ConfirmProbes < silent {
+		t.Errorf("ConfirmProbes %d asks less often than the %d probes of the silence", ConfirmProbes, silent)
+	}
+	if SilenceTickSlack >= ConfirmSilence || SilenceTickSlack >= FollowerProbeInterval/2 {
+		t.Errorf("SilenceTickSlack %s must stay below ConfirmSilence (%s), so that a confirmed silence is a full EarlyTakeoverSilence, and well below a probe interval, so that it never saves a lost answer", SilenceTickSlack, ConfirmSilence)
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
@@ -340,6 +344,18 @@ func changes(rep netns.SamplerReport) string {
 		fmt.Fprintf(&b, "+%s[%s]", c.At.Sub(rep.Start).Round(time.Millisecond), strings.Join(c.Holders, ","))
 	}
 	return b.String()
+}
+
+// leaseVia returns a reader of the Lease through via's kube-apiserver.
+func leaseVia(t *testing.T, via *netns.Node) func(context.Context) (*coordinationv1.Lease, error) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(via.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+	}
 }
 
 // ctxFor bounds one wait; the context is released when the test ends.

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -121,11 +119,7 @@ func startTrappedCluster(ctx context.Context, t *testing.T, prefix string) (*net
 // (the nodes share the host's clock).
 func leaseAcquired(ctx context.Context, t *testing.T, via *netns.Node) time.Time {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(via.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+	lease, err := leaseVia(t, via)(ctx)
 	if err != nil {
 		t.Fatalf("reading the Lease via %s: %v", via, err)
 	}

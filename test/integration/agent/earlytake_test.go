@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -234,16 +231,13 @@ func (r *leaseRecorder) stalledPastHold(d timing.Timings, holder string, left ti
 // before a release, then the next holder and its acquireTime; and every record written.
 func recordLease(ctx context.Context, t *testing.T, via *netns.Node, old string) *leaseRecorder {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(via.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := leaseVia(t, via)
 	ctx, cancel := context.WithCancel(ctx)
 	r := &leaseRecorder{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for {
-			lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+			lease, err := get(ctx)
 			if err == nil && lease.Spec.HolderIdentity != nil {
 				r.mu.Lock()
 				if lease.Spec.RenewTime != nil {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
@@ -141,13 +138,10 @@ func waitEtcdLeader(ctx context.Context, t *testing.T, h *netns.Harness) *netns.
 func waitRenewal(ctx context.Context, t *testing.T, h *netns.Harness, via *netns.Node, holder string) time.Time {
 	t.Helper()
 	ctx = ctxFor(t, ctx, 10*time.Second)
-	cs, err := kubernetes.NewForConfig(via.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := leaseVia(t, via)
 	var last string
 	for {
-		lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+		lease, err := get(ctx)
 		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == holder && lease.Spec.RenewTime != nil {
 			rt := lease.Spec.RenewTime.String()
 			if last != "" && rt != last {
@@ -230,14 +224,11 @@ func TestCutFollowersTakeNoOffer(t *testing.T) {
 // returns when it saw which.
 func waitOffer(ctx context.Context, t *testing.T, holder *netns.Node) time.Time {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(holder.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	get := leaseVia(t, holder)
 	// The holder's read period (2 s), the confirmation (5 s), a renewal, and some room.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+		lease, err := get(ctx)
 		if err == nil && (lease.Annotations[election.YieldAnnotation] == holder.Name() ||
 			lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder.Name()) {
 			return time.Now()

@@ -74,8 +74,11 @@ func TestEveryMoveExplained(t *testing.T) {
 		if a.LastHeardMAC != old.MAC().String() {
 			t.Errorf("last heard from %q, want the cut holder's MAC %s", a.LastHeardMAC, old.MAC())
 		}
-		if silence := time.Duration(a.SilenceMillis) * time.Millisecond; silence < timing.EarlyTakeoverSilence || silence >= timing.Defaults().LeaseDuration {
-			t.Errorf("silence %s, want at least %s and less than a lease duration", silence, timing.EarlyTakeoverSilence)
+		// The silence reached the threshold (less the tick slack), then outlasted the
+		// confirmation burst.
+		least := timing.EarlyTakeoverSilence - timing.SilenceTickSlack + timing.ConfirmSilence
+		if silence := time.Duration(a.SilenceMillis) * time.Millisecond; silence < least || silence >= timing.Defaults().LeaseDuration {
+			t.Errorf("silence %s, want at least %s and less than a lease duration", silence, least)
 		}
 	})
 }
@@ -114,11 +117,7 @@ func moveRecords(ctx context.Context, t *testing.T, h *netns.Harness, except *ne
 // newHolder name reason and old, and returns the Lease's record.
 func explained(ctx context.Context, t *testing.T, c *agent.Cluster, before moveState, newHolder, old *netns.Node, reason string) election.Acquisition {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(newHolder.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
+	lease, err := leaseVia(t, newHolder)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
