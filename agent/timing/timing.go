@@ -230,7 +230,7 @@ const (
 	ConfirmProbes = 5
 	// ConfirmInterval is the pause between two confirmation requests, each followed by a
 	// read: an answer on a LAN takes well under a millisecond.
-	ConfirmInterval = 8 * time.Millisecond
+	ConfirmInterval = 4 * time.Millisecond
 	// ConfirmSilence is what the confirmation adds to an early takeover.
 	ConfirmSilence = ConfirmProbes * ConfirmInterval
 	// SilenceTickSlack is how much short of EarlyTakeoverSilence a silence may measure at the

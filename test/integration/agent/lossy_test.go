@@ -29,7 +29,7 @@ const (
 // answering within its timing.ConfirmProbes, and the VIP must not move. Without the
 // confirmation the followers took the Lease early several times a minute. The etcd-leader
 // yield, a move by design, is off. The loss is the harness's relay in this process: a stall
-// of it longer than the burst (40 ms) would hold back the answers and count as a silence.
+// of it longer than the burst (20 ms) would hold back the answers and count as a silence.
 func TestLossyHolderMovesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
