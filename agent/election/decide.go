@@ -149,10 +149,11 @@ func termEnd(t timing.Timings, renewStarted time.Time, stalled bool) time.Time {
 
 // acquirableAt is the earliest moment at which a follower may try to take the Lease as
 // last seen: at once for a release or its own record, after the wait for an expiry
-// otherwise, and YieldDelay later for a candidate that should yield.
+// otherwise, and YieldDelay (EarlyYieldDelay for an early takeover) later for a candidate
+// that should yield.
 func (v view) acquirableAt(now time.Time) time.Time {
 	expiry := v.expiry()
-	at := expiry
+	at, delay := expiry, YieldDelay
 	if v.exists {
 		switch v.holder {
 		case v.identity:
@@ -171,12 +172,12 @@ func (v view) acquirableAt(now time.Time) time.Time {
 				return v.observedAt // the holder offers the lead
 			}
 			if early, ok := v.earlyAt(); ok && early.Before(at) {
-				at = early
+				at, delay = early, EarlyYieldDelay
 			}
 		}
 	}
 	if v.defers {
-		at = at.Add(YieldDelay)
+		at = at.Add(delay)
 	}
 	return at
 }

@@ -89,6 +89,13 @@ func (e *Elector) canAcquire(now time.Time) bool {
 // anyway, it offers the lead once it holds the VIP.
 const YieldDelay = 50 * time.Millisecond
 
+// EarlyYieldDelay is YieldDelay for the early takeover. The followers probe at phases of
+// their own, so another follower reaches the same silence up to a probe interval (and the
+// tick slack) later; a candidate that should yield waits that long, so that a follower
+// whose member does not lead wins. With YieldDelay the etcd leader's node won some of these
+// races, and its offer moved the VIP a second time about a second later.
+const EarlyYieldDelay = timing.FollowerProbeInterval + timing.SilenceTickSlack
+
 // followerRetry is how long a follower waits after a failed takeover write before the
 // next: a quarter of a retry period after the first failure, doubling up to two retry
 // periods, each stretched by up to half at random, so that followers whose writes keep
