@@ -14,8 +14,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/integration/agent"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
@@ -349,13 +347,11 @@ func changes(rep netns.SamplerReport) string {
 // leaseVia returns a reader of the Lease through via's kube-apiserver.
 func leaseVia(t *testing.T, via *netns.Node) func(context.Context) (*coordinationv1.Lease, error) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(via.RESTConfig())
+	read, err := agent.LeaseReader(via)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(ctx context.Context) (*coordinationv1.Lease, error) {
-		return cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, agent.LeaseName, metav1.GetOptions{})
-	}
+	return read
 }
 
 // ctxFor bounds one wait; the context is released when the test ends.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -122,11 +123,11 @@ func (c *Cluster) Agent(n *netns.Node) *netns.Process {
 
 // LeaseHolder reads the Lease through node via's kube-apiserver.
 func (c *Cluster) LeaseHolder(ctx context.Context, via *netns.Node) (string, error) {
-	cs, err := kubernetes.NewForConfig(via.RESTConfig())
+	read, err := LeaseReader(via)
 	if err != nil {
 		return "", err
 	}
-	lease, err := cs.CoordinationV1().Leases(LeaseNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
+	lease, err := read(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading Lease via %s: %w", via, err)
 	}
@@ -134,6 +135,18 @@ func (c *Cluster) LeaseHolder(ctx context.Context, via *netns.Node) (string, err
 		return "", nil
 	}
 	return *lease.Spec.HolderIdentity, nil
+}
+
+// LeaseReader reads the agents' Lease through the kube-apiserver of via, with one client
+// for all its reads.
+func LeaseReader(via *netns.Node) (func(context.Context) (*coordinationv1.Lease, error), error) {
+	cs, err := kubernetes.NewForConfig(via.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", via, err)
+	}
+	return func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return cs.CoordinationV1().Leases(LeaseNamespace).Get(ctx, LeaseName, metav1.GetOptions{})
+	}, nil
 }
 
 // WaitStable waits until exactly one node holds the VIP, the Lease names that node, and

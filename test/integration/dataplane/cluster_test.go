@@ -513,10 +513,33 @@ func (f *frontDoor) checkRouterFollows(t *testing.T, ctx context.Context, vip st
 		return err == nil && strings.Contains(out, holder.MAC().String()), nil
 	})
 	if err != nil {
-		t.Errorf("the router's neighbour entry for the VIP %s is %q, want the holder %s's MAC %s", vip, strings.TrimSpace(out), holder, holder.MAC())
+		t.Errorf("the router's neighbour entry for the VIP %s is %q (%s), want the holder %s's MAC %s", vip, strings.TrimSpace(out), f.whoseMAC(ctx, out), holder, holder.MAC())
 		return
 	}
 	t.Logf("the router's neighbour entry: %s", strings.TrimSpace(out))
+}
+
+// whoseMAC names the nodes and Neutron ports whose MAC the neighbour entry out names, and
+// the VIPs each node holds, for a failure message.
+func (f *frontDoor) whoseMAC(ctx context.Context, out string) string {
+	var found []string
+	for _, n := range f.cluster.Net().Nodes() {
+		held, err := n.HeldVIPs()
+		if strings.Contains(out, n.MAC().String()) {
+			found = append(found, fmt.Sprintf("node %s", n))
+		}
+		found = append(found, fmt.Sprintf("%s holds %v (%v)", n, held, err))
+	}
+	list, err := f.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: f.dp.OpenStack.NetworkID})
+	for _, p := range list {
+		if strings.Contains(out, p.MACAddress) {
+			found = append(found, fmt.Sprintf("port %s %q owner %q", p.ID, p.Name, p.DeviceOwner))
+		}
+	}
+	if err != nil {
+		found = append(found, fmt.Sprintf("listing ports: %v", err))
+	}
+	return strings.Join(found, "; ")
 }
 
 // leaderPod is the agent pod on the node.

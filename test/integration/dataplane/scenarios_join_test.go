@@ -25,9 +25,9 @@ import (
 // TestRouterNodeJoin: a node joins the control plane while the controller is stopped: no
 // agent pod starts there (its port has no VIP pair yet, so its agent could win the Lease
 // and black-hole the front door). Once the controller runs, the port gets the pair, then
-// the node the pair label, then the agent its pod. With the other agents' pods deleted,
-// the joined node's agent becomes the holder, and the external client reaches the
-// kube-apiserver through the floating IP on it. (The file sorts after nic_test.go, whose
+// the node the pair label, then the agent its pod. Once the L2 agent lets the pair through
+// the port and the other agents' pods are deleted, the joined node's agent becomes the
+// holder, and the external client reaches the kube-apiserver through the floating IP on it. (The file sorts after nic_test.go, whose
 // test plugs its own namespaces into the node ports and must run before the package's
 // cluster exists.)
 func TestRouterNodeJoin(t *testing.T) {
@@ -126,6 +126,13 @@ func TestRouterNodeJoin(t *testing.T) {
 	if err := waitPodReady(ctx, f.cluster, joiner.Name()); err != nil {
 		t.Fatal(err)
 	}
+	// Neutron has the pair, but the L2 agent may not have let it through the port yet; a
+	// holder there would be dark, and the followers would take the VIP from it at once.
+	waited, err := f.dp.WaitARPAccepted(ctx, f.portOf(t, ctx, joiner).ID, st.vip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the L2 agent let the pair through %s's port %s after the pod was Ready", joiner, waited.Round(time.Millisecond))
 
 	// The joined node's agent takes the VIP: the other agents' pods go at once.
 	for _, n := range f.cluster.Net().Nodes() {
