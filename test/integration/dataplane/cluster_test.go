@@ -514,6 +514,7 @@ func (f *frontDoor) checkRouterFollows(t *testing.T, ctx context.Context, vip st
 	})
 	if err != nil {
 		t.Errorf("the router's neighbour entry for the VIP %s is %q (%s), want the holder %s's MAC %s", vip, strings.TrimSpace(out), f.whoseMAC(ctx, out), holder, holder.MAC())
+		f.logAgents(t, ctx)
 		return
 	}
 	t.Logf("the router's neighbour entry: %s", strings.TrimSpace(out))
@@ -540,6 +541,20 @@ func (f *frontDoor) whoseMAC(ctx context.Context, out string) string {
 		found = append(found, fmt.Sprintf("listing ports: %v", err))
 	}
 	return strings.Join(found, "; ")
+}
+
+// logAgents logs the end of each node's agent log, for a failure that a move explains.
+func (f *frontDoor) logAgents(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, n := range f.cluster.Net().Nodes() {
+		pod, err := f.cluster.PodOn(ctx, framework.Namespace, agentrollout.LabelAppName+"="+agentrollout.Name, n.Name())
+		if err != nil {
+			t.Logf("%s: %v", n, err)
+			continue
+		}
+		log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 8<<10)
+		t.Logf("the agent on %s (%s, %v):\n%s", n, pod.Name, err, log)
+	}
 }
 
 // leaderPod is the agent pod on the node.
