@@ -216,7 +216,7 @@ func (p *Prober) Run(ctx context.Context, active func() bool) {
 
 // confirm asks timing.ConfirmProbes more times before a silence counts, and reports whether
 // none was answered; an answer ends the silence, as at a tick. Losses are independent
-// enough that this makes a false silence rare for timing.ConfirmSilence (20 ms), where a
+// enough that this makes a false silence rare at a cost of timing.ConfirmSilence, where a
 // longer EarlyTakeoverSilence would cost a probe interval per lost answer it covers.
 func (p *Prober) confirm(ctx context.Context, pr probe) bool {
 	for range timing.ConfirmProbes {

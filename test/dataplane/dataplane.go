@@ -480,21 +480,21 @@ func IP(args ...string) error {
 	return nil
 }
 
-// WaitARPAccepted waits until the L2 agent lets ARP for the IPv4 address ip out of the
-// port: the linuxbridge agent's ARP spoofing protection (an ebtables chain per tap) accepts
-// an allowed address pair only once it has processed the port update, which on a busy
-// machine comes seconds after Neutron's API answered. It returns how long it waited.
-func (e Env) WaitARPAccepted(ctx context.Context, portID, ip string) (time.Duration, error) {
+// WaitARP waits until the L2 agent's ARP spoofing chain of the port (linuxbridge: one
+// ebtables chain per tap) accepts ARP from the IPv4 address ip, or no longer does when
+// accepted is false. The agent applies a pair's change seconds after Neutron's API answered
+// on a busy machine, flushing the chain and adding its rules again. It returns the wait.
+func (e Env) WaitARP(ctx context.Context, portID, ip string, accepted bool) (time.Duration, error) {
 	start := time.Now()
 	chain := "neutronARP-" + tapOf(portID)
 	var out string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		b, err := exec.CommandContext(ctx, "ebtables", "-t", "nat", "--concurrent", "-L", chain).CombinedOutput()
 		out = string(b)
-		return err == nil && slices.Contains(strings.Fields(out), ip), nil
+		return err == nil && slices.Contains(strings.Fields(out), ip) == accepted, nil
 	})
 	if err != nil {
-		return time.Since(start), fmt.Errorf("the L2 agent's chain %s does not accept ARP for %s: %w: %s", chain, ip, err, strings.TrimSpace(out))
+		return time.Since(start), fmt.Errorf("waiting for the L2 agent's chain %s to accept ARP from %s: %t: %w: %s", chain, ip, accepted, err, strings.TrimSpace(out))
 	}
 	return time.Since(start), nil
 }

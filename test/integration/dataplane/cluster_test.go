@@ -525,11 +525,14 @@ func (f *frontDoor) checkRouterFollows(t *testing.T, ctx context.Context, vip st
 func (f *frontDoor) whoseMAC(ctx context.Context, out string) string {
 	var found []string
 	for _, n := range f.cluster.Net().Nodes() {
-		held, err := n.HeldVIPs()
 		if strings.Contains(out, n.MAC().String()) {
 			found = append(found, fmt.Sprintf("node %s", n))
 		}
-		found = append(found, fmt.Sprintf("%s holds %v (%v)", n, held, err))
+		if held, err := n.HeldVIPs(); err != nil {
+			found = append(found, fmt.Sprintf("%s: %v", n, err))
+		} else {
+			found = append(found, fmt.Sprintf("%s holds %v", n, held))
+		}
 	}
 	list, err := f.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: f.dp.OpenStack.NetworkID})
 	for _, p := range list {
@@ -543,7 +546,8 @@ func (f *frontDoor) whoseMAC(ctx context.Context, out string) string {
 	return strings.Join(found, "; ")
 }
 
-// logAgents logs the end of each node's agent log, for a failure that a move explains.
+// logAgents logs the end of each node's agent log, for a failure that a move explains. It
+// reads the kubelets' files: a failover may have cut a node off from its kube-apiserver.
 func (f *frontDoor) logAgents(t *testing.T, ctx context.Context) {
 	t.Helper()
 	for _, n := range f.cluster.Net().Nodes() {
@@ -552,7 +556,7 @@ func (f *frontDoor) logAgents(t *testing.T, ctx context.Context) {
 			t.Logf("%s: %v", n, err)
 			continue
 		}
-		log, err := f.cluster.ContainerLog(ctx, pod, agentrollout.Name, 8<<10)
+		log, err := f.cluster.ContainerLogFile(pod, agentrollout.Name, 8<<10)
 		t.Logf("the agent on %s (%s, %v):\n%s", n, pod.Name, err, log)
 	}
 }

@@ -320,6 +320,11 @@ func TestLifecycle3bFirstNodeReplaced(t *testing.T) {
 		}
 	}
 	checkFrontDoor(t, ctx, f)
+	// The failovers below may put the VIP on the fourth node, whose pair the L2 agent may
+	// not have let through its port yet: their bound is the failover's, not the agent's lag.
+	if _, err := f.dp.WaitARP(ctx, port.ID, st.VIPAddress, true); err != nil {
+		t.Fatal(err)
+	}
 
 	// Failovers between the remaining nodes. The holder's kube-apiserver dies; while the
 	// fourth node holds the VIP there is no release through it to see, so it hands over first.
