@@ -547,7 +547,8 @@ func (f *frontDoor) whoseMAC(ctx context.Context, out string) string {
 }
 
 // logAgents logs the end of each node's agent log, for a failure that a move explains. It
-// reads the kubelets' files: a failover may have cut a node off from its kube-apiserver.
+// reads the kubelets' files, as a cut-off node's kubelet may not serve them; finding the
+// pods still needs the kube-apiserver.
 func (f *frontDoor) logAgents(t *testing.T, ctx context.Context) {
 	t.Helper()
 	for _, n := range f.cluster.Net().Nodes() {

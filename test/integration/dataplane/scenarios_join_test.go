@@ -133,8 +133,8 @@ func TestRouterNodeJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Neutron has the pair, but the L2 agent may not have let it through the port yet: a
-	// holder there would be dark until it does, and the agent's flush of the chain then
-	// silences it, long enough on a busy machine for a follower's early takeover.
+	// holder there would be dark until it does, and the checks below would measure that lag
+	// rather than the join.
 	waited, err := f.dp.WaitARP(ctx, port, st.vip, true)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +160,8 @@ func TestRouterNodeJoin(t *testing.T) {
 	if err := f.httpsReadyz(ctx, hostPort(st.fip), st.vip); err != nil {
 		t.Errorf("https://%s/readyz from the external client, %s holding the VIP: %v", hostPort(st.fip), joiner, err)
 	}
-	// A later pass of the L2 agent over a port flushes its ARP chain, which may silence the
-	// holder long enough for an early takeover: the router must follow whoever holds it.
+	// A later pass of the L2 agent over the port flushes its ARP chain before it adds the
+	// rules again, a short silence: should it move the VIP, the router must follow it.
 	now, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
