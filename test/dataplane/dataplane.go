@@ -483,18 +483,31 @@ func IP(args ...string) error {
 // WaitARP waits until the L2 agent's ARP spoofing chain of the port (linuxbridge: one
 // ebtables chain per tap) accepts ARP from the IPv4 address ip, or no longer does when
 // accepted is false. The agent applies a pair's change seconds after Neutron's API answered
-// on a busy machine, flushing the chain and adding its rules again. It returns the wait.
+// on a busy machine, and each pass over the port flushes the chain before it adds the rules
+// again: the answer must hold for settledPolls reads in a row, so that a flush does not
+// pass for a removal. It returns the wait.
 func (e Env) WaitARP(ctx context.Context, portID, ip string, accepted bool) (time.Duration, error) {
+	const settledPolls = 3
 	start := time.Now()
 	chain := "neutronARP-" + tapOf(portID)
 	var out string
+	inARow := 0
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		b, err := exec.CommandContext(ctx, "ebtables", "-t", "nat", "--concurrent", "-L", chain).CombinedOutput()
 		out = string(b)
-		return err == nil && slices.Contains(strings.Fields(out), ip) == accepted, nil
+		if err == nil && slices.Contains(strings.Fields(out), ip) == accepted {
+			inARow++
+		} else {
+			inARow = 0
+		}
+		return inARow == settledPolls, nil
 	})
 	if err != nil {
-		return time.Since(start), fmt.Errorf("waiting for the L2 agent's chain %s to accept ARP from %s: %t: %w: %s", chain, ip, accepted, err, strings.TrimSpace(out))
+		want := "accept"
+		if !accepted {
+			want = "drop"
+		}
+		return time.Since(start), fmt.Errorf("waiting for the L2 agent's chain %s to %s ARP from %s: %w: %s", chain, want, ip, err, strings.TrimSpace(out))
 	}
 	return time.Since(start), nil
 }

@@ -494,6 +494,23 @@ func (f *frontDoor) probe(t *testing.T, ctx context.Context, door string, d time
 	return p
 }
 
+// checkRouterFollowsHolder checks the router's entries for the VIPs against whichever node
+// holds them now. A holder silenced while the L2 agent rewrote its port's rules may have
+// lost them to a follower's early takeover: a move away from was is logged, not failed.
+func (f *frontDoor) checkRouterFollowsHolder(t *testing.T, ctx context.Context, was *netns.Node, during string, vips ...string) {
+	t.Helper()
+	now, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now != was {
+		t.Logf("the VIP moved from %s to %s %s", was, now, during)
+	}
+	for _, v := range vips {
+		f.checkRouterFollows(t, ctx, v, now)
+	}
+}
+
 // checkRouterFollows fails the test unless the qrouter namespace's neighbour entry for the
 // VIP names the holder's MAC within 2 s (an entry the L3 agent flushed meanwhile once the
 // router resolved the VIP again).

@@ -124,18 +124,7 @@ func (f *frontDoor) checkCreated(t *testing.T, ctx context.Context, holder *netn
 		}
 		f.checkSteady(t, ctx, door)
 	}
-	// Right after create a holder silenced while the L2 agent rewrites its port's rules may
-	// lose the VIP to a follower's early takeover; the router must then follow the new one.
-	now, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if now != holder {
-		t.Logf("the VIP moved from %s to %s during the create checks", holder, now)
-	}
-	for _, v := range st.vips {
-		f.checkRouterFollows(t, ctx, v, now)
-	}
+	f.checkRouterFollowsHolder(t, ctx, holder, "during the create checks", st.vips...)
 }
 
 // familyOf is the IP family of the address.
