@@ -110,13 +110,18 @@ func otherFamiliesChange(cfg *Spec, status *v1alpha1.ExposureStatus) *change {
 		}
 	}
 	if !slices.Equal(recorded, configured) {
-		return &change{"subnetIDs", strings.Join(recorded, ","), strings.Join(configured, ",")}
+		return &change{otherFamilySubnets, strings.Join(recorded, ","), strings.Join(configured, ",")}
 	}
 	return nil
 }
 
 // change is a provider-config field that differs from what the front door was made with.
 type change struct{ field, recorded, configured string }
+
+// otherFamilySubnets stands for the subnets of the shoot's IP families besides the first:
+// they come from the shoot's ipFamilies and the Infrastructure's node subnets, not from a
+// provider-config field.
+const otherFamilySubnets = "the other IP families' subnets"
 
 // refuseChange is the one error sentence of CheckImmutable.
 func refuseChange(c change, status *v1alpha1.ExposureStatus) error {
@@ -126,6 +131,10 @@ func refuseChange(c change, status *v1alpha1.ExposureStatus) error {
 	}
 	if status.FloatingIPAddress != "" {
 		door += ", floating IP " + status.FloatingIPAddress
+	}
+	if c.field == otherFamilySubnets {
+		return configError("the shoot's ipFamilies and the Infrastructure's node subnets give the subnets %q besides the first family's, but the exposure's front door (%s) was made with %q and cannot move: restore the shoot's networking.ipFamilies and the Infrastructure's nodes and nodes-ipv6 subnets, or create a new exposure",
+			c.configured, door, c.recorded)
 	}
 	return configError("%s is %q in the provider config, but the exposure's front door (%s) was made with %q and cannot move: restore %s, or create a new exposure",
 		c.field, c.configured, door, c.recorded, c.field)

@@ -274,7 +274,7 @@ func CheckVIPPort(port *ports.Port, spec VIPPortSpec) error {
 	for _, ip := range spec.OtherFixedIPs {
 		if address := PortAddress(port, ip.SubnetID); address == "" || (ip.IPAddress != "" && address != ip.IPAddress) {
 			return NewConfigurationError(fmt.Errorf("the VIP port %s has no address matching subnet %s and VIP %q (it has %v): "+
-				"the VIPs of an exposure cannot change once its port exists; restore subnetIDs and vipAddress in the provider config, or create a new exposure",
+				"the VIPs of an exposure cannot change once its port exists; restore the shoot's networking.ipFamilies, the Infrastructure's node subnets and vipAddress in the provider config, or create a new exposure",
 				port.ID, ip.SubnetID, ip.IPAddress, port.FixedIPs))
 		}
 	}
