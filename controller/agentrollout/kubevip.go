@@ -33,9 +33,11 @@ const (
 	// upstream kube-vip's objects and Lease; see legacyKubeVIPNames.
 	LegacyKubeVIPName      = "kube-vip"
 	LegacyKubeVIPLeaseName = "kube-vip-cp"
-	// KubeVIPMetricsAddress is where kube-vip serves its Prometheus metrics (host network,
-	// so bound to the loopback address only).
-	KubeVIPMetricsAddress = "127.0.0.1:2112"
+	// KubeVIPMetricsAddress is where kube-vip serves its Prometheus metrics: host network,
+	// so bound to the loopback address only, and off kube-vip's default port 2112, which a
+	// user's own kube-vip from its Helm chart binds on every address of the node (whichever
+	// of the two started second could not serve its metrics).
+	KubeVIPMetricsAddress = "127.0.0.1:9483"
 	// DefaultAPIServerPort is the kube-apiserver port when the spec gives none.
 	DefaultAPIServerPort = 6443
 	// KubeVIPARPRate is kube-vip's vip_arpRate in milliseconds: the tick on which the leader

@@ -96,7 +96,7 @@ func TestKubeVIPDaemonSet(t *testing.T) {
 		"vip_leaderelection": "true", "vip_leasename": KubeVIPLeaseName,
 		"vip_leaseduration": "3", "vip_renewdeadline": "2", "vip_retryperiod": "1",
 		"address": "198.18.0.50", "port": "443", "vip_interface": "eth1",
-		"vip_nodename": "fieldRef:spec.nodeName", "prometheus_server": "127.0.0.1:2112",
+		"vip_nodename": "fieldRef:spec.nodeName", "prometheus_server": "127.0.0.1:9483",
 		"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "443",
 	}
 	got := envOf(c)

@@ -95,20 +95,18 @@ func boundsOf(t *testing.T, ds *appsv1.DaemonSet) kubeVIPBounds {
 // service-account token. A SIGKILL of the leader's kube-vip (an OOM kill), and a second
 // one in the kubelet's back-off, which another node must take over, stay within the crash
 // bound; the time with the VIP on two nodes is reported, not asserted (kube-vip has no
-// guard against it). Then the exposure switches back to kube-vip-agent, which comes back
-// 3/3 with the VIP on one node, as the other scenarios expect it; a failed step switches
-// back in the test's cleanup.
+// guard against it). A user's own kube-vip from its Helm chart (services mode, in
+// kube-system) then starts beside the extension's and serves its metrics on every node.
+// Then the exposure switches back to kube-vip-agent, which comes back 3/3 with the VIP on
+// one node, as the other scenarios expect it, and the user's kube-vip runs on, its objects
+// and pods unchanged; a failed step switches back in the test's cleanup.
 func TestKubeVIP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	deployed(t, ctx)
 	exp := exposed(t, ctx)
 	s := &kubeVIPScenario{port: int(exp.Spec.Port)}
-	ref, err := cluster.LoadKubeVIP(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube-vip image %s loaded into every node", ref)
+	ref := loadKubeVIP(t, ctx)
 	restored := false
 	t.Cleanup(func() {
 		if !restored {
@@ -122,10 +120,14 @@ func TestKubeVIP(t *testing.T) {
 	}
 	t.Run("runs as its DaemonSet says", func(t *testing.T) { s.checkProcesses(t, ctx) })
 	t.Run("leader's kube-vip SIGKILLed", func(t *testing.T) { s.killLeader(t, ctx) })
+	// A user's own kube-vip for LoadBalancer Services starts beside the extension's: each
+	// must serve its metrics, and the user's must run on through the switch back.
+	users := installUsersKubeVIP(t, ctx, exp.Spec.Port)
 	t.Run("switch back to kube-vip-agent", func(t *testing.T) {
 		restored = true
 		s.switchBack(t, ctx)
 	})
+	users.check(t, ctx, "after the switch back to kube-vip-agent")
 }
 
 // kubeVIPScenario is the shared exposure's port and what the switch to kube-vip showed.

@@ -309,7 +309,8 @@ func vipLosses(rep netns.SamplerReport) map[string]int {
 }
 
 // TestDeleteExposure: deleting the exposure removes the agents' DaemonSet, pods and RBAC,
-// the VIP from every node, and the VIP port with its floating IP from Neutron. It runs
+// the VIP from every node, and the VIP port with its floating IP from Neutron; a user's own
+// kube-vip from its Helm chart, named as the chart names it, runs on untouched. It runs
 // last.
 func TestDeleteExposure(t *testing.T) {
 	ctx := scenarioContext(t)
@@ -319,6 +320,7 @@ func TestDeleteExposure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	users := installUsersKubeVIP(t, ctx, exp.Spec.Port)
 	cl := ext.Client
 	if err := ext.DeleteExposure(ctx, 2*time.Minute); err != nil {
 		t.Fatalf("the exposure was not deleted: %v\n%s", err, controllerLog(ctx))
@@ -350,6 +352,7 @@ func TestDeleteExposure(t *testing.T) {
 		h, _ := cluster.Net().Holders()
 		t.Errorf("the VIP is still on %v", netns.Names(h))
 	}
+	users.check(t, ctx, "after the exposure's deletion")
 }
 
 func podNames(pods *corev1.PodList) []string {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -209,6 +210,24 @@ func (n *Node) DialContext(ctx context.Context, network, address string) (net.Co
 // keep-alive). tr may carry TLS settings; it is modified.
 func (n *Node) HTTPClient(timeout time.Duration, tr *http.Transport) *http.Client {
 	return n.ns.httpClient(timeout, tr)
+}
+
+// GetOK GETs url with hc and fails unless the answer is 200 OK; the body is read to its end.
+func GetOK(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // Listen opens a listener inside the node's namespace, e.g. a stand-in service on the VIP's

@@ -21,60 +21,34 @@ import (
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
-// usersKubeVIP is a user's own upstream kube-vip in kube-system, as the official kube-vip
-// Helm chart renders it for `helm install kube-vip kube-vip/kube-vip -n kube-system` in
-// services mode (env.svc_enable=true, env.cp_enable=false): ServiceAccount, ClusterRole,
-// ClusterRoleBinding and DaemonSet named kube-vip. Besides them a Role and RoleBinding named
-// kube-vip (a tighter RBAC a user may write instead), the Leases kube-vip's services mode
-// elects with (plndr-svcs-lock) and one of the name earlier releases of the extension used
+// usersKubeVIP is a user's own upstream kube-vip in kube-system as its Helm chart renders
+// it (framework.UsersKubeVIP). Besides it a Role and RoleBinding named kube-vip (a tighter
+// RBAC a user may write instead), the Leases kube-vip's services mode elects with
+// (plndr-svcs-lock) and one of the name earlier releases of the extension used
 // (kube-vip-cp), and one running pod of the DaemonSet on a control-plane node (no kubelet
 // here: the pod object stands for it).
 func usersKubeVIP(node string) []client.Object {
-	selector := map[string]string{"app.kubernetes.io/name": "kube-vip", "app.kubernetes.io/instance": "kube-vip"}
-	labels := map[string]string{
-		"helm.sh/chart": "kube-vip-0.8.0", "app.kubernetes.io/name": "kube-vip", "app.kubernetes.io/instance": "kube-vip",
-		"app.kubernetes.io/version": "v1.0.0", "app.kubernetes.io/managed-by": "Helm",
-	}
+	objs := framework.UsersKubeVIP("ghcr.io/kube-vip/kube-vip:v1.0.0")
+	ds := objs[len(objs)-1].(*appsv1.DaemonSet)
 	meta := func(name string, labels map[string]string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}
-	env := []corev1.EnvVar{{Name: "svc_enable", Value: "true"}, {Name: "cp_enable", Value: "false"}, {Name: "vip_arp", Value: "true"}, {Name: "svc_election", Value: "true"}}
-	podSpec := corev1.PodSpec{
-		ServiceAccountName: "kube-vip",
-		HostNetwork:        true,
-		Containers: []corev1.Container{{
-			Name: "kube-vip", Image: "ghcr.io/kube-vip/kube-vip:v1.0.0", ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"manager"}, Env: env,
-			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}},
-		}},
-	}
-	pod := &corev1.Pod{ObjectMeta: meta("kube-vip-x7k2p", selector), Spec: podSpec}
+	pod := &corev1.Pod{ObjectMeta: meta("kube-vip-x7k2p", ds.Spec.Template.Labels), Spec: *ds.Spec.Template.Spec.DeepCopy()}
 	pod.Spec.NodeName = node
-	return []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: meta("kube-vip", labels)},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{""}, Resources: []string{"services", "services/status", "nodes", "endpoints"}, Verbs: []string{"list", "get", "watch", "update", "patch"}},
-				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"list", "get", "watch", "update", "create"}},
-			}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Labels: labels},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kube-vip"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kube-vip", Namespace: ns}}},
-		&rbacv1.Role{ObjectMeta: meta("kube-vip", labels), Rules: []rbacv1.PolicyRule{
+	return append(objs,
+		&rbacv1.Role{ObjectMeta: meta(framework.UsersKubeVIPName, ds.Labels), Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update", "create"}},
 		}},
-		&rbacv1.RoleBinding{ObjectMeta: meta("kube-vip", labels),
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "kube-vip"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "kube-vip", Namespace: ns}}},
-		&appsv1.DaemonSet{ObjectMeta: meta("kube-vip", nil), Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: selector}, Spec: podSpec},
-		}},
+		&rbacv1.RoleBinding{ObjectMeta: meta(framework.UsersKubeVIPName, ds.Labels),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: framework.UsersKubeVIPName},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: framework.UsersKubeVIPName, Namespace: ns}}},
 		&coordinationv1.Lease{ObjectMeta: meta("plndr-svcs-lock", nil), Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}},
 		&coordinationv1.Lease{ObjectMeta: meta(agentrollout.LegacyKubeVIPLeaseName, nil), Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}},
 		pod,
-	}
+	)
 }
 
 // installed are objects as the kube-apiserver returned them on creation.
