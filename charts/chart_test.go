@@ -5,6 +5,7 @@
 package charts_test
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,10 +15,14 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/manifests/gen"
+	"github.com/gardener/gardener-extension-kube-vip/manifests/monitoring"
 )
 
 const chartDir = "gardener-extension-kube-vip"
@@ -96,7 +101,70 @@ func TestChartOperatorValues(t *testing.T) {
 	}
 }
 
-func renderDeployment(t *testing.T, values map[string]any) *appsv1.Deployment {
+// TestChartMonitoring renders the chart as Gardener does for a self-hosted shoot (its
+// renderer passes no API versions): the controller's ServiceMonitor selects the metrics
+// Service in the release namespace, and it and the PrometheusRule sit in kube-system with
+// Gardener's shoot Prometheus label; the rule holds exactly the alerts of the manifest the
+// agent's rule does not, each as the manifest defines it. Without Gardener's values and
+// without the CRDs neither is rendered.
+func TestChartMonitoring(t *testing.T) {
+	objs := render(t, map[string]any{"gardener": map[string]any{"selfHostedShootCluster": true}})
+	svc, sm, rule := objs["Service"], objs["ServiceMonitor"], objs["PrometheusRule"]
+	if len(svc) != 1 || len(sm) != 1 || len(rule) != 1 {
+		t.Fatalf("rendered %d Services, %d ServiceMonitors, %d PrometheusRules, want one each", len(svc), len(sm), len(rule))
+	}
+	for _, u := range []*unstructured.Unstructured{sm[0], rule[0]} {
+		if u.GetNamespace() != "kube-system" || u.GetLabels()["prometheus"] != "shoot" {
+			t.Errorf("%s %s/%s labelled %v, want kube-system and prometheus=shoot", u.GetKind(), u.GetNamespace(), u.GetName(), u.GetLabels())
+		}
+	}
+	selector, _, _ := unstructured.NestedStringMap(sm[0].Object, "spec", "selector", "matchLabels")
+	names, _, _ := unstructured.NestedStringSlice(sm[0].Object, "spec", "namespaceSelector", "matchNames")
+	if !maps.Equal(selector, svc[0].GetLabels()) || !slices.Equal(names, []string{svc[0].GetNamespace()}) {
+		t.Errorf("the ServiceMonitor selects %v in %v, the Service is %s/%s with labels %v", selector, names, svc[0].GetNamespace(), svc[0].GetName(), svc[0].GetLabels())
+	}
+
+	want := manifestAlerts(t)
+	for _, a := range agentrollout.AgentAlerts() {
+		delete(want, a)
+	}
+	got := map[string]map[string]any{}
+	groups, _, _ := unstructured.NestedSlice(rule[0].Object, "spec", "groups")
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			got[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
+		}
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the chart's PrometheusRule has the alerts %v, want the manifest's %v (those the agent's rule lacks)", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+
+	if objs := render(t, nil); len(objs["ServiceMonitor"])+len(objs["PrometheusRule"]) != 0 {
+		t.Errorf("without Gardener's values and the CRDs the chart renders %d ServiceMonitors and %d PrometheusRules", len(objs["ServiceMonitor"]), len(objs["PrometheusRule"]))
+	}
+}
+
+// manifestAlerts are the rules of manifests/monitoring/prometheusrule.yaml by alert name.
+func manifestAlerts(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(monitoring.PrometheusRule, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			out[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
+		}
+	}
+	return out
+}
+
+// render renders the chart as Gardener's chart renderer does, and returns its objects by kind.
+func render(t *testing.T, values map[string]any) map[string][]*unstructured.Unstructured {
 	t.Helper()
 	archive, err := gen.PackageChart(filepath.Join(".", chartDir))
 	if err != nil {
@@ -107,12 +175,29 @@ func renderDeployment(t *testing.T, values map[string]any) *appsv1.Deployment {
 	if err != nil {
 		t.Fatalf("rendering the chart: %v", err)
 	}
-	d := &appsv1.Deployment{}
+	out := map[string][]*unstructured.Unstructured{}
 	for _, m := range chart.Manifests {
-		if m.Head != nil && m.Head.Kind == "Deployment" {
-			if err := yaml.Unmarshal([]byte(m.Content), d); err != nil {
-				t.Fatal(err)
-			}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(m.Content), &u.Object); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if len(u.Object) > 0 {
+			out[u.GetKind()] = append(out[u.GetKind()], u)
+		}
+	}
+	return out
+}
+
+func renderDeployment(t *testing.T, values map[string]any) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	for _, u := range render(t, values)["Deployment"] {
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, d); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if len(d.Spec.Template.Spec.Containers) != 1 {

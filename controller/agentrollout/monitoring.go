@@ -38,6 +38,10 @@ var (
 var agentAlerts = []string{"KubeVIPOnSeveralNodes", "KubeVIPLeaderWithoutVIP", "KubeVIPDark", "KubeVIPTwoAnswerers",
 	"KubeVIPStalledHoldTooLong", "KubeVIPHeldElsewhere", "KubeVIPFlapping", "KubeVIPAPIServerUnhealthy"}
 
+// AgentAlerts names the alerts the agent's PrometheusRule holds; the chart ships the rest
+// of manifests/monitoring/prometheusrule.yaml beside the controller's ServiceMonitor.
+func AgentAlerts() []string { return slices.Clone(agentAlerts) }
+
 // MonitoringName is the name of the agent's ServiceMonitor and PrometheusRule, as Gardener
 // names the config objects of a Prometheus (monitoringutils.ConfigObjectMeta).
 func MonitoringName() string {

@@ -288,9 +288,18 @@ install_gardener_objects() {
   for kind in clusters infrastructures selfhostedshootexposures; do
     kc apply --server-side -f "${crds}/crd-extensions.gardener.cloud_${kind}.yaml"
   done
+  # gardenadm installs the prometheus-operator CRDs on a self-hosted shoot before any
+  # extension (gardener's botanist, ReconcileCustomResourceDefinitionsTaskGroup); the chart
+  # renders its ServiceMonitor and PrometheusRule for a self-hosted shoot.
+  local monitoring
+  monitoring="$(gardener_dir)/pkg/component/observability/monitoring/prometheusoperator/templates"
+  for kind in servicemonitors prometheusrules; do
+    kc apply --server-side -f "${monitoring}/crd-monitoring.coreos.com_${kind}.yaml"
+  done
   kc wait --for condition=established --timeout 60s \
     crd/clusters.extensions.gardener.cloud crd/infrastructures.extensions.gardener.cloud \
-    crd/selfhostedshootexposures.extensions.gardener.cloud
+    crd/selfhostedshootexposures.extensions.gardener.cloud \
+    crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com
 
   local subnet_cidr
   subnet_cidr="$(jq -er '.status.providerStatus.networks.subnets[0].cidr' "$STATE/infrastructure-status.json")"

@@ -90,7 +90,7 @@ type Extension struct {
 }
 
 // Install installs the extension: the loopback bridge to Keystone and Neutron in every
-// node, the Gardener CRDs and objects, and the chart with the cluster's agent image. On
+// node, the Gardener CRDs (with the prometheus-operator's, as gardenadm installs them) and objects, and the chart with the cluster's agent image. On
 // error the returned Extension (when not nil) holds what was started, for Teardown.
 func Install(ctx context.Context, opts Options) (*Extension, error) {
 	c := opts.Cluster
@@ -104,7 +104,7 @@ func Install(ctx context.Context, opts Options) (*Extension, error) {
 	}
 	e.Neutron = neutron
 	cfg := c.Net().Nodes()[0].RESTConfig()
-	paths, err := framework.GardenerCRDPaths()
+	paths, err := framework.SelfHostedShootCRDPaths()
 	if err != nil {
 		return e, err
 	}

@@ -221,6 +221,36 @@ func GardenerCRDPaths() ([]string, error) {
 	return paths, nil
 }
 
+// SelfHostedShootCRDPaths are the CRDs a self-hosted shoot has when gardenadm deploys an
+// extension: Gardener's (GardenerCRDPaths) and the prometheus-operator's.
+func SelfHostedShootCRDPaths() ([]string, error) {
+	gardener, err := GardenerCRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	monitoring, err := PrometheusOperatorCRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	return append(gardener, monitoring...), nil
+}
+
+// PrometheusOperatorCRDPaths are the CRDs of the prometheus-operator kinds the extension
+// writes (ServiceMonitor, PrometheusRule), as Gardener's own copies that gardenadm installs on
+// a self-hosted shoot before any extension (the botanist's
+// ReconcileCustomResourceDefinitionsTaskGroup).
+func PrometheusOperatorCRDPaths() ([]string, error) {
+	dir, err := GardenerModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	templates := filepath.Join(dir, "pkg/component/observability/monitoring/prometheusoperator/templates")
+	return []string{
+		filepath.Join(templates, "crd-monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(templates, "crd-monitoring.coreos.com_prometheusrules.yaml"),
+	}, nil
+}
+
 // GardenerModuleDir is the directory of the gardener module that go.mod requires.
 func GardenerModuleDir() (string, error) {
 	root, err := RepoRoot()

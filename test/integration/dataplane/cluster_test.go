@@ -200,7 +200,7 @@ func setUp(s *framework.Suite[*frontDoor], dp dataplane.Env) (*frontDoor, error)
 
 	// Whichever node serves: the lifecycle replaces the first one.
 	cfg := c.Net().RESTConfig()
-	paths, err := framework.GardenerCRDPaths()
+	paths, err := framework.SelfHostedShootCRDPaths()
 	if err != nil {
 		return nil, err
 	}
@@ -633,19 +633,7 @@ func (f *frontDoor) removeExposure() {
 // kube-apiserver's certificate for the VIP.
 func (f *frontDoor) httpsReadyz(ctx context.Context, addr, vip string) error {
 	hc := f.client.HTTPClient(5*time.Second, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.caPool, ServerName: vip, MinVersion: tls.VersionTLS12}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errors.New("status " + resp.Status)
-	}
-	return nil
+	return netns.GetOK(ctx, hc, "https://"+addr+"/readyz")
 }
 
 func netipAddrPort(t *testing.T, addr string, port uint16) netip.AddrPort {

@@ -174,7 +174,13 @@ func renderDir(t *testing.T, renderer chartrenderer.Interface, dir string, value
 
 func TestChart(t *testing.T) {
 	root := repoRoot(t)
-	cp := framework.StartControlPlane(t, framework.WithCRDPaths(vpaCRD(t, root)))
+	// The self-hosted render holds a ServiceMonitor and a PrometheusRule: validated against
+	// the CRDs gardenadm installs.
+	monitoringCRDs, err := framework.PrometheusOperatorCRDPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := framework.StartControlPlane(t, framework.WithCRDPaths(append(monitoringCRDs, vpaCRD(t, root))...))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
