@@ -115,7 +115,8 @@ func otherFamiliesChange(cfg *Spec, status *v1alpha1.ExposureStatus) *change {
 	return nil
 }
 
-// change is a provider-config field that differs from what the front door was made with.
+// change is a setting, usually a provider-config field, that differs from what the front
+// door was made with.
 type change struct{ field, recorded, configured string }
 
 // otherFamilySubnets stands for the subnets of the shoot's IP families besides the first:

@@ -310,8 +310,8 @@ func vipLosses(rep netns.SamplerReport) map[string]int {
 
 // TestDeleteExposure: deleting the exposure removes the agents' DaemonSet, pods and RBAC,
 // the VIP from every node, and the VIP port with its floating IP from Neutron; a user's own
-// kube-vip from its Helm chart, named as the chart names it, runs on untouched. It runs
-// last.
+// kube-vip from its Helm chart, named as the chart names it, runs on untouched. The
+// exposure is created again by the next test that needs it.
 func TestDeleteExposure(t *testing.T) {
 	ctx := scenarioContext(t)
 	deployed(t, ctx)

@@ -31,7 +31,7 @@ func UsersKubeVIP(image string, env ...corev1.EnvVar) []client.Object {
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: UsersKubeVIPName,
 		HostNetwork:        true,
-		// The chart's default tolerations: its pods run on the control-plane nodes.
+		// The chart's default tolerations, which let its pods onto the control-plane nodes.
 		Tolerations: []corev1.Toleration{
 			{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 			{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
