@@ -335,10 +335,14 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			if fault == CrashAfter {
 				call.Upstream = forward(rp, r)
 			}
+			// Recorded before the crash: a test reads the calls as soon as its client
+			// process is gone, which may be before this handler runs on.
+			p.record(call)
 			if onCrash != nil {
 				onCrash()
 			}
 			resetConnection(w)
+			return
 		case fault == Status500:
 			writeNeutronError(rec, http.StatusInternalServerError, "HTTPInternalServerError", "injected internal error")
 		case fault == Status409:
@@ -363,10 +367,15 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			}
 		}
 		call.Status = rec.status
-		p.mu.Lock()
-		p.calls = append(p.calls, call)
-		p.mu.Unlock()
+		p.record(call)
 	})
+}
+
+// record adds a call to the proxy's list.
+func (p *Proxy) record(call Call) {
+	p.mu.Lock()
+	p.calls = append(p.calls, call)
+	p.mu.Unlock()
 }
 
 // forward sends r to the upstream and returns the status of the response, which it

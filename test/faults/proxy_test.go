@@ -99,6 +99,22 @@ func TestProxy(t *testing.T) {
 	if n := executed.Load() - before; n != 1 {
 		t.Errorf("Neutron executed %d writes, want 1 (a lost response is executed)", n)
 	}
+
+	// A crash: by the time the client process is gone (the callback kills it), the faulted
+	// call is recorded, since a test reads Injected as soon as the process has exited.
+	for _, kind := range []Kind{Crash, CrashAfter} {
+		p.Arm(&Fault{Kind: kind, Index: 0})
+		var injectedAtCrash atomic.Bool
+		p.OnCrash(func() { injectedAtCrash.Store(p.Injected()) })
+		if s := status(http.MethodPost); s != 0 {
+			t.Errorf("%s: the crashed call reached the client with %d", kind, s)
+		}
+		if !injectedAtCrash.Load() {
+			t.Errorf("%s: the crash callback ran before the faulted call was recorded", kind)
+		}
+		p.OnCrash(nil)
+		p.Resume()
+	}
 }
 
 // TestLateCommit checks where a held call lands among its client's retry: after the
