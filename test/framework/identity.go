@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,6 +50,20 @@ func setShootStatus(ctx context.Context, c client.Client, field, value, what str
 		}
 		status[field] = value
 		(*shoot)["status"] = status
+		return nil
+	})
+}
+
+// SetShootAnnotation sets (value "": removes) an annotation of the shoot in the Cluster of
+// Namespace, such as confirmation.gardener.cloud/force-deletion, which gardener's
+// reconcilers read from the Cluster.
+func SetShootAnnotation(ctx context.Context, c client.Client, key, value string) error {
+	return patchCluster(ctx, c, clusterShoot, "the annotation "+key+" of the Cluster's shoot", func(shoot *gardencorev1beta1.Shoot) error {
+		if value == "" {
+			delete(shoot.Annotations, key)
+			return nil
+		}
+		metav1.SetMetaDataAnnotation(&shoot.ObjectMeta, key, value)
 		return nil
 	})
 }

@@ -17,27 +17,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	extensionscontroller "github.com/gardener/gardener/extensions/pkg/controller"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
-// forceDelete runs the actuator's ForceDelete on the exposure as the API server has it now,
-// as gardener's reconciler does for a Shoot with confirmation.gardener.cloud/force-deletion.
-// It must not fail.
-func forceDelete(t *testing.T, ctx context.Context, e *sharedEnv, ctl *controllerUnderTest, exp *extensionsv1alpha1.SelfHostedShootExposure) {
+// forceDelete deletes the exposure with confirmation.gardener.cloud/force-deletion=true on
+// the Cluster's shoot, as an operator force-deletes a Shoot: gardener's reconciler then calls
+// the actuator's ForceDelete instead of Delete. The exposure must be gone within a minute;
+// the tests leave an agent pod running or the credentials gone, which Delete would wait out
+// or fail on.
+func forceDelete(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) {
 	t.Helper()
-	current := &extensionsv1alpha1.SelfHostedShootExposure{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+	if err := framework.SetShootAnnotation(ctx, e.cp.Client, v1beta1constants.AnnotationConfirmationForceDeletion, "true"); err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := extensionscontroller.GetCluster(ctx, e.cp.Client, ns)
-	if err != nil {
+	t.Cleanup(func() {
+		if err := framework.SetShootAnnotation(context.Background(), e.cp.Client, v1beta1constants.AnnotationConfirmationForceDeletion, ""); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := e.cp.Client.Delete(ctx, exp); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.actuator.ForceDelete(ctx, testLogger(t), current, cluster); err != nil {
-		t.Fatalf("ForceDelete: %v", err)
+	gone, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := waitGone(gone, e, exp); err != nil {
+		last := &extensionsv1alpha1.SelfHostedShootExposure{}
+		_ = e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), last)
+		t.Fatalf("force deletion: %v; last status: %s", err, describe(last))
 	}
 }
 
@@ -126,7 +136,7 @@ func TestForceDeleteRemovesEverything(t *testing.T) {
 	}
 	runningAgentPod(t, ctx, e, c.nodes[0].name)
 
-	forceDelete(t, ctx, e, c.ctl, c.exp)
+	forceDelete(t, ctx, e, c.exp)
 	checkAgentGone(t, ctx, e, "after ForceDelete")
 	if left := taggedPorts(t, ctx, e, c.id); len(left) > 0 {
 		t.Errorf("after ForceDelete Neutron has %d VIP ports of %s", len(left), c.id)
@@ -150,7 +160,7 @@ func TestForceDeleteOfARefusedDuplicateSparesTheOwner(t *testing.T) {
 	}
 	second, _ := secondExposure(t, ctx, e, c.id, c.nodes)
 
-	forceDelete(t, ctx, e, c.ctl, second)
+	forceDelete(t, ctx, e, second)
 	got := &appsv1.DaemonSet{}
 	if err := e.cp.Client.Get(ctx, clientKey(agentrollout.Name), got); err != nil || got.UID != ds.UID || got.DeletionTimestamp != nil {
 		t.Errorf("the owner's agent DaemonSet after force-deleting the refused exposure: %v (uid %s, was %s; deleting %v)", err, got.UID, ds.UID, got.DeletionTimestamp)
@@ -158,9 +168,9 @@ func TestForceDeleteOfARefusedDuplicateSparesTheOwner(t *testing.T) {
 	checkFrontDoorIntact(t, ctx, e, c.door, "after force-deleting the refused exposure")
 }
 
-// TestForceDeleteWithoutCredentials: with the credentials Secret gone, ForceDelete still
-// succeeds and removes the agent; the OpenStack resources it cannot reach stay (the
-// deletion at the end, with the Secret back, removes them).
+// TestForceDeleteWithoutCredentials: with the credentials Secret gone, the force deletion
+// still ends and removes the agent; the OpenStack resources it cannot reach stay, and are
+// removed by hand as docs/operations.md ("Manual clean-up") says.
 func TestForceDeleteWithoutCredentials(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -175,13 +185,9 @@ func TestForceDeleteWithoutCredentials(t *testing.T) {
 	if err := e.cp.Client.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	forceDelete(t, ctx, e, c.ctl, c.exp)
+	forceDelete(t, ctx, e, c.exp)
 	checkAgentGone(t, ctx, e, "after ForceDelete without credentials")
 	checkFrontDoorIntact(t, ctx, e, c.door, "after ForceDelete without credentials (nothing can reach it)")
 
-	// The Secret back, so that the deletion at the end cleans up Neutron.
-	secret.ResourceVersion, secret.UID = "", ""
-	if err := e.cp.Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
+	forceCleanup(ctx, e, c.id)
 }
