@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
 
 // TestVerificationLeavesOthersPairs: a port of the network that is no control-plane node's
@@ -53,4 +57,36 @@ func TestVerificationLeavesOthersPairs(t *testing.T) {
 	if !slices.Contains(after.AllowedAddressPairs, users) || !hasVIPPair(t, ctx, e, node.ID, vip) {
 		t.Errorf("the node port's pairs %v, want the user's %v beside the VIP's", after.AllowedAddressPairs, users)
 	}
+}
+
+// TestNoControlPlaneNodeKeepsThePairs: with the control-plane label stripped from every Node
+// (a tool, the last node being replaced), the node tracker's sync and a reconcile see no
+// control-plane Node; they leave the recorded node ports and their VIP pairs as they are,
+// since taking them would black-hole the front door.
+func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exp, nodes, status, _ := frontDoor(t, ctx, e, 2)
+	for _, n := range nodes {
+		node := &corev1.Node{}
+		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(node.DeepCopy())
+		delete(node.Labels, exposure.LabelControlPlane)
+		if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := triggerReconcile(t, ctx, e, exp, nil)()
+	after, err := exposure.DecodeStatus(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(after.NodePorts, status.NodePorts) {
+		t.Errorf("status.nodePorts %v after a reconcile that saw no control-plane Node, want %v", after.NodePorts, status.NodePorts)
+	}
+	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
 }
