@@ -43,6 +43,9 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 	if _, err := h.WaitSingleHolder(ctxFor(t, ctx, 30*time.Second), func(n *netns.Node) bool { return n == etcdLeader }); err != nil {
 		t.Fatalf("the first agent did not take the VIP on %s: %v", etcdLeader, err)
 	}
+	// The followers' agents start now, their counters at zero; the first acquisition's Event
+	// is counted before the offer's.
+	before := moveState{events: firstMoveEvent(ctx, t, etcdLeader)}
 	prober, err := h.Client().StartProber(ctx, netns.ProbeOptions{Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +68,7 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 			t.Fatalf("etcd's leadership moved to the new holder %s meanwhile; the test needs it elsewhere", holder)
 		}
 		t.Logf("VIP handed from %s (etcd leader) to %s; outage %s", etcdLeader, holder, handover.Longest())
+		explained(ctx, t, c, before, holder, etcdLeader, election.ReasonOffer)
 	}
 
 	// Cut the holder's link in the middle of its renewal cycle (the cut comes 50 ms after
@@ -107,6 +111,23 @@ func TestHolderLeadingEtcdYields(t *testing.T) {
 	t.Logf("link of %s cut; %s took over; client outage %s", holder, next, outage)
 	if outage > linkDownBound {
 		t.Errorf("link of the holder %s cut: client outage %s, want at most %s (holder changes %s)", holder, outage, linkDownBound, changes(rep))
+	}
+}
+
+// firstMoveEvent waits until the agents' first Event (the first acquisition) shows through
+// via, and returns how many there are.
+func firstMoveEvent(ctx context.Context, t *testing.T, via *netns.Node) int {
+	t.Helper()
+	ctx = ctxFor(t, ctx, 10*time.Second)
+	for {
+		if n := len(moveEvents(ctx, t, via)); n > 0 {
+			return n
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no Event of the first acquisition via %s", via)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -27,7 +27,8 @@ import (
 // TestEveryMoveExplained forces a graceful release, an expiry after a crash and an early
 // takeover after a link cut, and reads why the VIP moved from the cluster alone: the
 // Lease's annotation, the one Event of the move, the new holder's counter and its log line
-// must agree with each other and with what the test did.
+// must agree with each other and with what the test did. TestHolderLeadingEtcdYields checks
+// the fourth reason, an offer, the same way.
 func TestEveryMoveExplained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
