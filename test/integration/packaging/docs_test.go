@@ -5,6 +5,7 @@
 package packaging
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent"
@@ -123,5 +126,51 @@ func TestAgentCLIDefaultsDocumented(t *testing.T) {
 	probe := fmt.Sprintf("probe every %s, closed after %d failures", strings.TrimSuffix(def.HealthPeriod.String(), "s")+" s", def.HealthFailureThreshold)
 	if !strings.Contains(string(bench), probe) {
 		t.Errorf("test/bench/README.md does not describe the agent's probe as %q", probe)
+	}
+}
+
+// TestDocumentedConfigsValid decodes every ExposureConfig that docs/usage.md and
+// docs/kube-vip.md show in a YAML block (at the top or as a providerConfig) strictly, and
+// validates it as the controller does: an example a user copies must be accepted.
+func TestDocumentedConfigsValid(t *testing.T) {
+	root := repoRoot(t)
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	checked := 0
+	for _, name := range []string{"usage.md", "kube-vip.md"} {
+		doc, err := os.ReadFile(filepath.Join(root, "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllSubmatch(doc, -1) {
+			var top map[string]any
+			if err := yaml.Unmarshal(m[1], &top); err != nil {
+				t.Errorf("docs/%s: a YAML block does not parse: %v", name, err)
+				continue
+			}
+			cfg := top
+			if nested, ok := top["providerConfig"].(map[string]any); ok {
+				cfg = nested
+			}
+			if cfg["kind"] != "ExposureConfig" {
+				continue
+			}
+			raw, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := exposure.DecodeConfig(&runtime.RawExtension{Raw: raw})
+			if err != nil {
+				t.Errorf("docs/%s: the ExposureConfig %s: %v", name, raw, err)
+				continue
+			}
+			if errs := exposure.ValidateConfig(decoded, field.NewPath("providerConfig")); len(errs) > 0 {
+				t.Errorf("docs/%s: the ExposureConfig %s is refused: %v", name, raw, errs.ToAggregate())
+			}
+			checked++
+		}
+	}
+	// usage.md's full example and internal-only one, kube-vip.md's choice of kube-vip.
+	if checked < 3 {
+		t.Errorf("checked %d documented ExposureConfigs, want at least 3", checked)
 	}
 }
