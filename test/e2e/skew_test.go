@@ -6,9 +6,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -66,19 +66,12 @@ func TestRollFromPreviousRelease(t *testing.T) {
 // its commit and imports it into every node; it returns the commit and the image.
 func loadPreviousAgent(t *testing.T, ctx context.Context) (string, string) {
 	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	commit := framework.PreviousRelease
-	if err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
-		t.Skipf("the clone lacks the previous release's commit %s (a shallow clone?): %v", commit, err)
-	}
 	src := t.TempDir()
-	archive := exec.CommandContext(ctx, "sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", commit, src)
-	archive.Dir = root
-	if out, err := archive.CombinedOutput(); err != nil {
-		t.Fatalf("git archive %s: %v: %s", commit, err, out)
+	if err := framework.ExtractPreviousRelease(ctx, src); errors.Is(err, framework.ErrNoPreviousRelease) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	cfg := cluster.Images()
 	cfg.Root, cfg.Version, cfg.Out = src, "previous-"+commit[:12], filepath.Join(cluster.Images().Out, "previous")

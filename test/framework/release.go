@@ -4,7 +4,34 @@
 
 package framework
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+)
+
 // PreviousRelease is the commit of the last landed release, whose agent the version-skew
-// test rolls from (a branch name such as main would name this very tree once it lands).
-// Move it forward when a release lands.
+// test rolls from and whose chart the helm upgrade test installs first (a branch name such
+// as main would name this very tree once it lands). Move it forward when a release lands.
 const PreviousRelease = "dc76af36adbfe2abe22235045fe94125b4e63627"
+
+// ErrNoPreviousRelease: the clone lacks PreviousRelease (a shallow clone); tests skip.
+var ErrNoPreviousRelease = errors.New("the clone lacks the previous release's commit " + PreviousRelease + " (a shallow clone?)")
+
+// ExtractPreviousRelease writes the tree of PreviousRelease into dir (git archive).
+func ExtractPreviousRelease(ctx context.Context, dir string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", PreviousRelease+"^{commit}").Run(); err != nil {
+		return ErrNoPreviousRelease
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", PreviousRelease, dir)
+	archive.Dir = root
+	if out, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive %s: %w: %s", PreviousRelease, err, out)
+	}
+	return nil
+}
