@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
@@ -128,14 +129,7 @@ func TestChartMonitoring(t *testing.T) {
 	for _, a := range agentrollout.AgentAlerts() {
 		delete(want, a)
 	}
-	got := map[string]map[string]any{}
-	groups, _, _ := unstructured.NestedSlice(rule[0].Object, "spec", "groups")
-	for _, g := range groups {
-		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
-		for _, r := range rules {
-			got[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
-		}
-	}
+	got := alertsOf(rule[0])
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("the chart's PrometheusRule has the alerts %v, want the manifest's %v (those the agent's rule lacks)", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
@@ -152,12 +146,19 @@ func manifestAlerts(t *testing.T) map[string]map[string]any {
 	if err := yaml.Unmarshal(monitoring.PrometheusRule, &u.Object); err != nil {
 		t.Fatal(err)
 	}
+	return alertsOf(u)
+}
+
+// alertsOf are the alerting rules of a PrometheusRule by alert name.
+func alertsOf(rule *unstructured.Unstructured) map[string]map[string]any {
 	out := map[string]map[string]any{}
-	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
 	for _, g := range groups {
 		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
 		for _, r := range rules {
-			out[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
+			if alert, ok := r.(map[string]any)["alert"].(string); ok {
+				out[alert] = r.(map[string]any)
+			}
 		}
 	}
 	return out
@@ -192,11 +193,7 @@ func renderDeployment(t *testing.T, values map[string]any) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
 	for _, u := range render(t, values)["Deployment"] {
-		b, err := yaml.Marshal(u.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, d); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
 			t.Fatal(err)
 		}
 	}

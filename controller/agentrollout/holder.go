@@ -10,8 +10,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/election"
 	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
@@ -40,7 +41,7 @@ func (d *Deployer) fillHolder(ctx context.Context, namespace string, names objec
 	}
 	for i := range pods {
 		p := &pods[i]
-		if p.Spec.NodeName == status.LeaseHolder && p.DeletionTimestamp == nil && podReady(p) {
+		if p.Spec.NodeName == status.LeaseHolder && p.DeletionTimestamp == nil && health.IsPodReady(p) {
 			status.HolderReady = true
 			return nil
 		}
@@ -58,13 +59,4 @@ func leaseDuration(lease *coordinationv1.Lease) time.Duration {
 		return time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 	}
 	return 0
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

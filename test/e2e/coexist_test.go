@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
+
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 	"github.com/gardener/gardener-extension-kube-vip/test/netns"
 )
@@ -82,7 +84,7 @@ func installUsersKubeVIP(t *testing.T, ctx context.Context, apiServerPort int32)
 			return false, nil //nolint:nilerr // retried
 		}
 		u.pods = pods
-		return len(pods) == want && !slices.ContainsFunc(slices.Collect(maps.Values(pods)), func(p *corev1.Pod) bool { return !podReady(p) }), nil
+		return len(pods) == want && !slices.ContainsFunc(slices.Collect(maps.Values(pods)), func(p *corev1.Pod) bool { return !health.IsPodReady(p) }), nil
 	}); err != nil {
 		t.Fatalf("the user's kube-vip is not Ready on %d nodes: %v; its pods: %s", want, err, u.report(ctx))
 	}
@@ -116,8 +118,8 @@ func (u *usersKubeVIP) check(t *testing.T, ctx context.Context, step string) {
 			t.Errorf("%s: the user's kube-vip pod %s on %s is gone", step, was.Name, node)
 		case now.UID != was.UID:
 			t.Errorf("%s: the user's kube-vip pod on %s was replaced: %s, was %s", step, node, now.Name, was.Name)
-		case !podReady(now) || restarts(now) != restarts(was):
-			t.Errorf("%s: the user's kube-vip pod %s on %s: ready %v, %d restarts (%d after the install)", step, now.Name, node, podReady(now), restarts(now), restarts(was))
+		case !health.IsPodReady(now) || restarts(now) != restarts(was):
+			t.Errorf("%s: the user's kube-vip pod %s on %s: ready %v, %d restarts (%d after the install)", step, now.Name, node, health.IsPodReady(now), restarts(now), restarts(was))
 		}
 	}
 	u.serving(t, ctx, step)
@@ -169,30 +171,35 @@ func (u *usersKubeVIP) report(ctx context.Context) string {
 				waiting = s.State.Waiting.Reason + ": " + s.State.Waiting.Message
 			}
 		}
-		fmt.Fprintf(&b, "\n%s on %q: %s, ready %v, %d restarts %s\n%s", p.Name, p.Spec.NodeName, p.Status.Phase, podReady(&p), restarts(&p), waiting, u.log(ctx, p.Spec.NodeName))
+		fmt.Fprintf(&b, "\n%s on %q: %s, ready %v, %d restarts %s\n%s", p.Name, p.Spec.NodeName, p.Status.Phase, health.IsPodReady(&p), restarts(&p), waiting, logOf(ctx, &p))
 	}
 	return b.String()
 }
 
-// log is the end of the user's kube-vip container's log on node, for failure messages.
+// log is the end of the log of the user's kube-vip container on node, for failure messages.
 func (u *usersKubeVIP) log(ctx context.Context, node string) string {
 	pods, err := u.podsByNode(ctx)
 	if err != nil || pods[node] == nil {
 		return fmt.Sprintf("(no pod: %v)", err)
 	}
-	out, err := cluster.ContainerLog(ctx, pods[node], framework.UsersKubeVIPName, 4096)
+	return logOf(ctx, pods[node])
+}
+
+// logOf is the end of the log of the user's kube-vip container in p.
+func logOf(ctx context.Context, p *corev1.Pod) string {
+	out, err := cluster.ContainerLog(ctx, p, framework.UsersKubeVIPName, 4096)
 	if err != nil {
 		return fmt.Sprintf("(%v)", err)
 	}
 	return out
 }
 
-// remove deletes the user's release and waits until its pods are gone, so that the next
-// scenario's nodes run only the extension's agents.
+// remove deletes the user's release, the DaemonSet first as helm uninstall does, and waits
+// until its pods are gone, so that the next scenario's nodes run only the extension's agents.
 func (u *usersKubeVIP) remove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, o := range u.objs {
+	for _, o := range slices.Backward(u.objs) {
 		if err := ext.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("removing the user's %T %s: %v", o, o.GetName(), err)
 		}
@@ -203,13 +210,4 @@ func (u *usersKubeVIP) remove(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the user's kube-vip pods did not end: %v", err)
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+	"github.com/gardener/gardener/pkg/utils/kubernetes/health"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -262,25 +263,16 @@ func (c *Controller) WaitRunning(ctx context.Context, image string, timeout time
 			return false, nil //nolint:nilerr // retried
 		}
 		pods = list.Items
-		return len(pods) == 1 && pods[0].Spec.Containers[0].Image == image && podReady(&pods[0]), nil
+		return len(pods) == 1 && pods[0].Spec.Containers[0].Image == image && health.IsPodReady(&pods[0]), nil
 	})
 	if err != nil {
 		var now []string
 		for _, p := range pods {
-			now = append(now, fmt.Sprintf("%s on %s (%s, ready %v)", p.Name, p.Spec.NodeName, p.Spec.Containers[0].Image, podReady(&p)))
+			now = append(now, fmt.Sprintf("%s on %s (%s, ready %v)", p.Name, p.Spec.NodeName, p.Spec.Containers[0].Image, health.IsPodReady(&p)))
 		}
 		return fmt.Errorf("want one Ready pod with %s, have %v: %w", image, now, err)
 	}
 	return nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Reconcile asks for a reconciliation of the exposure, as gardenlet does after an
