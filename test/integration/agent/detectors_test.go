@@ -98,3 +98,99 @@ func waitDark(ctx context.Context, t *testing.T, h *netns.Harness, old *netns.No
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// alertWindow is how long after a failover's trigger watchAlerts keeps sampling: past
+// KubeVIPTwoAnswerers' `for` and KubeVIPDark's threshold, both 10 s.
+const alertWindow = 12 * time.Second
+
+// alertWatch samples, every 250 ms, what KubeVIPDark and KubeVIPTwoAnswerers read from every
+// node whose agent answers (a killed agent's does not, a cut node's does from its own
+// namespace), as Prometheus would scrape them.
+type alertWatch struct {
+	done chan struct{}
+	seen chan alertsSeen
+}
+
+// alertsSeen is what an alertWatch saw.
+type alertsSeen struct {
+	// dark is what KubeVIPDark's expression read when it held; "" if it never did.
+	dark string
+	// longestTwo is the longest run of samples in which one node heard two or more hosts
+	// answer for the VIP, and twoOn that node; twoAtEnd the nodes that still did at the end.
+	longestTwo time.Duration
+	twoOn      string
+	twoAtEnd   []string
+}
+
+func watchAlerts(ctx context.Context, h *netns.Harness) *alertWatch {
+	w := &alertWatch{done: make(chan struct{}), seen: make(chan alertsSeen, 1)}
+	go func() {
+		var s alertsSeen
+		since := map[string]time.Time{}
+		for {
+			heard, leading := map[string]float64{}, map[string]float64{}
+			now := time.Now()
+			for _, n := range h.Nodes() {
+				rctx, cancel := context.WithTimeout(ctx, time.Second)
+				text, err := metricsText(rctx, n)
+				cancel()
+				if err != nil {
+					continue
+				}
+				read := func(name string, into map[string]float64) float64 {
+					v, ok, _ := seriesValue(text, name+`{node="`+n.Name()+`"}`)
+					if ok && into != nil {
+						into[n.Name()] = v
+					}
+					return v
+				}
+				read("kube_vip_agent_vip_last_heard_seconds", heard)
+				read("kube_vip_agent_is_leader", leading)
+				if read("kube_vip_agent_vip_answerers", nil) >= 2 {
+					if since[n.Name()].IsZero() {
+						since[n.Name()] = now
+					}
+					if run := now.Sub(since[n.Name()]); run > s.longestTwo {
+						s.longestTwo, s.twoOn = run, n.Name()
+					}
+				} else {
+					delete(since, n.Name())
+				}
+			}
+			if len(heard) > 0 && len(leading) > 0 && s.dark == "" &&
+				slices.Min(slices.Collect(maps.Values(heard))) > 10 && slices.Max(slices.Collect(maps.Values(leading))) == 1 {
+				s.dark = fmt.Sprintf("last heard %v, leading %v", heard, leading)
+			}
+			select {
+			case <-w.done:
+				s.twoAtEnd = slices.Sorted(maps.Keys(since))
+				w.seen <- s
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// checkQuiet samples on until end, then fails if KubeVIPDark's expression held, or a node
+// heard two answerers for as long as KubeVIPTwoAnswerers' `for` or still did at the end:
+// a normal failover must raise neither alert.
+func (w *alertWatch) checkQuiet(t *testing.T, end time.Time) {
+	t.Helper()
+	time.Sleep(time.Until(end))
+	close(w.done)
+	s := <-w.seen
+	quiet := true
+	if s.dark != "" {
+		quiet = false
+		t.Errorf("KubeVIPDark's expression held during the failover: %s", s.dark)
+	}
+	if s.longestTwo >= 10*time.Second || len(s.twoAtEnd) > 0 {
+		quiet = false
+		t.Errorf("two answerers for the VIP: %s on %s, and still on %v %s after the trigger", s.longestTwo, s.twoOn, s.twoAtEnd, alertWindow)
+	}
+	if quiet {
+		t.Logf("alerts quiet: KubeVIPDark never held; two answerers for at most %s", s.longestTwo)
+	}
+}

@@ -27,8 +27,9 @@ import (
 // TestEveryMoveExplained forces a graceful release, an expiry after a crash and an early
 // takeover after a link cut, and reads why the VIP moved from the cluster alone: the
 // Lease's annotation, the one Event of the move, the new holder's counter and its log line
-// must agree with each other and with what the test did. TestHolderLeadingEtcdYields checks
-// the fourth reason, an offer, the same way.
+// must agree with each other and with what the test did; KubeVIPDark and KubeVIPTwoAnswerers
+// stay quiet through the release and the expiry. TestHolderLeadingEtcdYields checks the
+// fourth reason, an offer, the same way.
 func TestEveryMoveExplained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -39,6 +40,7 @@ func TestEveryMoveExplained(t *testing.T) {
 	t.Run("graceful release on SIGTERM", func(t *testing.T) {
 		old := prepareLeader(ctx, t, h, c)
 		before := moveRecords(ctx, t, h, old)
+		watch, triggered := watchAlerts(ctx, h), time.Now()
 		if err := c.Agent(old).Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -47,17 +49,20 @@ func TestEveryMoveExplained(t *testing.T) {
 			t.Fatalf("no handover from %s: %v", old, err)
 		}
 		explained(ctx, t, c, before, newHolder, old, election.ReasonRelease)
+		watch.checkQuiet(t, triggered.Add(alertWindow))
 	})
 
 	t.Run("expiry after a crash", func(t *testing.T) {
 		old := prepareLeader(ctx, t, h, c)
 		before := moveRecords(ctx, t, h, old)
+		watch, triggered := watchAlerts(ctx, h), time.Now()
 		c.Agent(old).Kill()
 		newHolder, err := h.WaitSingleHolder(ctxFor(t, ctx, takeoverTimeout), func(n *netns.Node) bool { return n != old })
 		if err != nil {
 			t.Fatalf("no takeover from %s: %v", old, err)
 		}
 		explained(ctx, t, c, before, newHolder, old, election.ReasonExpiry)
+		watch.checkQuiet(t, triggered.Add(alertWindow))
 	})
 
 	t.Run("early takeover after a link cut", func(t *testing.T) {
