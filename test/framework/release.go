@@ -5,6 +5,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +26,13 @@ func ExtractPreviousRelease(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", PreviousRelease+"^{commit}").Run(); err != nil {
-		return ErrNoPreviousRelease
+	// git answers a missing commit with an exit status (and says why); git not running at
+	// all, or the context ending, is another failure.
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "cat-file", "-e", PreviousRelease+"^{commit}").CombinedOutput(); err != nil {
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && ctx.Err() == nil {
+			return fmt.Errorf("%w: %s", ErrNoPreviousRelease, bytes.TrimSpace(out))
+		}
+		return fmt.Errorf("looking up the previous release's commit: %w", err)
 	}
 	archive := exec.CommandContext(ctx, "sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", PreviousRelease, dir)
 	archive.Dir = root

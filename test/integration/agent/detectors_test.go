@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +108,7 @@ const alertWindow = 12 * time.Second
 // node whose agent answers (a killed agent's does not, a cut node's does from its own
 // namespace), as Prometheus would scrape them.
 type alertWatch struct {
-	done chan struct{}
+	stop func()
 	seen chan alertsSeen
 }
 
@@ -115,26 +116,37 @@ type alertWatch struct {
 type alertsSeen struct {
 	// dark is what KubeVIPDark's expression read when it held; "" if it never did.
 	dark string
-	// longestTwo is the longest run of samples in which one node heard two or more hosts
-	// answer for the VIP, and twoOn that node; twoAtEnd the nodes that still did at the end.
-	longestTwo time.Duration
-	twoOn      string
-	twoAtEnd   []string
+	// samples are the samples taken, two those in which some node heard two or more hosts
+	// answer for the VIP; longestTwo is the longest run of such samples on one node, twoOn
+	// that node, and twoAtEnd the nodes whose last sample still heard two.
+	samples, two int
+	longestTwo   time.Duration
+	twoOn        string
+	twoAtEnd     []string
 }
 
-func watchAlerts(ctx context.Context, h *netns.Harness) *alertWatch {
-	w := &alertWatch{done: make(chan struct{}), seen: make(chan alertsSeen, 1)}
+// watchAlerts starts an alertWatch; it ends with checkQuiet, or with the test.
+func watchAlerts(ctx context.Context, t *testing.T, h *netns.Harness) *alertWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	var once sync.Once
+	w := &alertWatch{stop: func() { once.Do(cancel) }, seen: make(chan alertsSeen, 1)}
+	t.Cleanup(w.stop)
 	go func() {
 		var s alertsSeen
 		since := map[string]time.Time{}
 		for {
 			heard, leading := map[string]float64{}, map[string]float64{}
-			now := time.Now()
+			now, two := time.Now(), false
 			for _, n := range h.Nodes() {
 				rctx, cancel := context.WithTimeout(ctx, time.Second)
 				text, err := metricsText(rctx, n)
 				cancel()
 				if err != nil {
+					// Not scraped: no series of this node in this sample (unless the watch
+					// is ending, which keeps the last full sample's runs).
+					if ctx.Err() == nil {
+						delete(since, n.Name())
+					}
 					continue
 				}
 				read := func(name string, into map[string]float64) float64 {
@@ -146,23 +158,28 @@ func watchAlerts(ctx context.Context, h *netns.Harness) *alertWatch {
 				}
 				read("kube_vip_agent_vip_last_heard_seconds", heard)
 				read("kube_vip_agent_is_leader", leading)
-				if read("kube_vip_agent_vip_answerers", nil) >= 2 {
-					if since[n.Name()].IsZero() {
-						since[n.Name()] = now
-					}
-					if run := now.Sub(since[n.Name()]); run > s.longestTwo {
-						s.longestTwo, s.twoOn = run, n.Name()
-					}
-				} else {
+				if read("kube_vip_agent_vip_answerers", nil) < 2 {
 					delete(since, n.Name())
+					continue
 				}
+				two = true
+				if since[n.Name()].IsZero() {
+					since[n.Name()] = now
+				}
+				if run := now.Sub(since[n.Name()]); run > s.longestTwo {
+					s.longestTwo, s.twoOn = run, n.Name()
+				}
+			}
+			s.samples++
+			if two {
+				s.two++
 			}
 			if len(heard) > 0 && len(leading) > 0 && s.dark == "" &&
 				slices.Min(slices.Collect(maps.Values(heard))) > 10 && slices.Max(slices.Collect(maps.Values(leading))) == 1 {
 				s.dark = fmt.Sprintf("last heard %v, leading %v", heard, leading)
 			}
 			select {
-			case <-w.done:
+			case <-ctx.Done():
 				s.twoAtEnd = slices.Sorted(maps.Keys(since))
 				w.seen <- s
 				return
@@ -179,7 +196,7 @@ func watchAlerts(ctx context.Context, h *netns.Harness) *alertWatch {
 func (w *alertWatch) checkQuiet(t *testing.T, end time.Time) {
 	t.Helper()
 	time.Sleep(time.Until(end))
-	close(w.done)
+	w.stop()
 	s := <-w.seen
 	quiet := true
 	if s.dark != "" {
@@ -191,6 +208,6 @@ func (w *alertWatch) checkQuiet(t *testing.T, end time.Time) {
 		t.Errorf("two answerers for the VIP: %s on %s, and still on %v %s after the trigger", s.longestTwo, s.twoOn, s.twoAtEnd, alertWindow)
 	}
 	if quiet {
-		t.Logf("alerts quiet: KubeVIPDark never held; two answerers for at most %s", s.longestTwo)
+		t.Logf("alerts quiet: KubeVIPDark never held; two answerers in %d of %d samples, for at most %s", s.two, s.samples, s.longestTwo)
 	}
 }

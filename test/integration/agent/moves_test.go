@@ -40,7 +40,7 @@ func TestEveryMoveExplained(t *testing.T) {
 	t.Run("graceful release on SIGTERM", func(t *testing.T) {
 		old := prepareLeader(ctx, t, h, c)
 		before := moveRecords(ctx, t, h, old)
-		watch, triggered := watchAlerts(ctx, h), time.Now()
+		watch, triggered := watchAlerts(ctx, t, h), time.Now()
 		if err := c.Agent(old).Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestEveryMoveExplained(t *testing.T) {
 	t.Run("expiry after a crash", func(t *testing.T) {
 		old := prepareLeader(ctx, t, h, c)
 		before := moveRecords(ctx, t, h, old)
-		watch, triggered := watchAlerts(ctx, h), time.Now()
+		watch, triggered := watchAlerts(ctx, t, h), time.Now()
 		c.Agent(old).Kill()
 		newHolder, err := h.WaitSingleHolder(ctxFor(t, ctx, takeoverTimeout), func(n *netns.Node) bool { return n != old })
 		if err != nil {

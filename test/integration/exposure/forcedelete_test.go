@@ -190,4 +190,10 @@ func TestForceDeleteWithoutCredentials(t *testing.T) {
 	checkFrontDoorIntact(t, ctx, e, c.door, "after ForceDelete without credentials (nothing can reach it)")
 
 	forceCleanup(ctx, e, c.id)
+	if left := taggedPorts(t, ctx, e, c.id); len(left) > 0 {
+		t.Errorf("after the manual clean-up Neutron has %d VIP ports of %s", len(left), c.id)
+	}
+	if _, err := e.neutron.GetFloatingIP(ctx, c.door.fipID); err == nil {
+		t.Errorf("after the manual clean-up the floating IP %s exists", c.door.fip)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 )
 
@@ -61,13 +63,21 @@ func TestVerificationLeavesOthersPairs(t *testing.T) {
 
 // TestNoControlPlaneNodeKeepsThePairs: with the control-plane label stripped from every Node
 // (a tool, the last node being replaced), the node tracker's sync and a reconcile see no
-// control-plane Node; they leave the recorded node ports and their VIP pairs as they are,
+// control-plane Node; both leave the recorded node ports and their VIP pairs as they are,
 // since taking them would black-hole the front door.
 func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exp, nodes, status, _ := frontDoor(t, ctx, e, 2)
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 2)
+	ctl := startController(t, e)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	status, err := exposure.DecodeStatus(waitFor(t, ctx, e, exp, "success", succeeded))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range nodes {
 		node := &corev1.Node{}
 		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
@@ -79,14 +89,29 @@ func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	check := func(step string, exp *extensionsv1alpha1.SelfHostedShootExposure) {
+		t.Helper()
+		after, err := exposure.DecodeStatus(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(after.NodePorts, status.NodePorts) {
+			t.Errorf("%s: status.nodePorts %v, want %v", step, after.NodePorts, status.NodePorts)
+		}
+		checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
+	}
 
-	got := triggerReconcile(t, ctx, e, exp, nil)()
-	after, err := exposure.DecodeStatus(got)
-	if err != nil {
+	// The node tracker's sync, as a Node event starts it (the tests' controller runs none).
+	current := &extensionsv1alpha1.SelfHostedShootExposure{}
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(after.NodePorts, status.NodePorts) {
-		t.Errorf("status.nodePorts %v after a reconcile that saw no control-plane Node, want %v", after.NodePorts, status.NodePorts)
+	if err := ctl.actuator.SyncNodePairs(ctx, testLogger(t), current); err != nil {
+		t.Fatalf("SyncNodePairs: %v", err)
 	}
-	checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
+	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
+		t.Fatal(err)
+	}
+	check("after the node tracker's sync", current)
+	check("after a reconcile", triggerReconcile(t, ctx, e, exp, nil)())
 }

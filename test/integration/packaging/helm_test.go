@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,14 +30,16 @@ import (
 
 // TestHelmInstallUpgradeUninstall installs the chart of the previous release with the helm
 // CLI (helm v4, a tool directive in go.mod) on a kube-apiserver with the CRDs a self-hosted
-// shoot has, upgrades the release to this tree's chart and uninstalls it, as an operator
-// outside Gardener's registration would. After each step the cluster holds exactly the
-// objects of the release's manifest, and after the uninstall nothing of either chart is
-// left, release records included.
+// shoot has, upgrades the release to this tree's chart with a value the previous chart did
+// not know (frontDoorProbe) and uninstalls it, as an operator outside Gardener's
+// registration would. After each step every object of the release's manifest is in the
+// cluster, the upgrade changes the live Deployment, and after the uninstall nothing of
+// either chart is left, release records included (the namespace helm created stays).
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	root := repoRoot(t)
+	helm := helmCLI(t, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	previous := t.TempDir()
 	if err := framework.ExtractPreviousRelease(ctx, previous); errors.Is(err, framework.ErrNoPreviousRelease) {
 		t.Skip(err)
@@ -50,20 +51,26 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := framework.StartControlPlane(t, framework.WithCRDPaths(append(monitoringCRDs, vpaCRD(t, root))...))
-	helm := helmCLI(t, ctx, root, cp)
+	run := helm.against(t, ctx, cp)
+	const probe = "--front-door-probe=lease"
 
-	helm("install", releaseName, filepath.Join(previous, gen.ChartDir), "--namespace", releaseNamespace, "--create-namespace")
-	installed := releaseObjects(t, cp.Client, helm("get", "manifest", releaseName, "--namespace", releaseNamespace))
+	run("install", releaseName, filepath.Join(previous, gen.ChartDir), "--namespace", releaseNamespace, "--create-namespace")
+	installed := releaseObjects(t, cp.Client, run("get", "manifest", releaseName, "--namespace", releaseNamespace))
 	checkPresent(ctx, t, cp.Client, "after installing the previous release", installed)
+	if c := liveController(ctx, t, cp.Client); slices.Contains(c.Args, probe) {
+		t.Fatalf("the previous release's Deployment already passes %s: the upgrade would change nothing", probe)
+	}
 
-	helm("upgrade", releaseName, filepath.Join(root, gen.ChartDir), "--namespace", releaseNamespace)
-	upgraded := releaseObjects(t, cp.Client, helm("get", "manifest", releaseName, "--namespace", releaseNamespace))
+	run("upgrade", releaseName, filepath.Join(root, gen.ChartDir), "--namespace", releaseNamespace, "--set", "frontDoorProbe=lease")
+	upgraded := releaseObjects(t, cp.Client, run("get", "manifest", releaseName, "--namespace", releaseNamespace))
 	checkPresent(ctx, t, cp.Client, "after the upgrade", upgraded)
 	checkGone(ctx, t, cp.Client, "after the upgrade, of the previous release's objects that the chart no longer has", without(installed, upgraded))
-	checkDeploymentApplied(ctx, t, cp.Client, upgraded)
+	if c := liveController(ctx, t, cp.Client); !slices.Contains(c.Args, probe) {
+		t.Errorf("after the upgrade the live Deployment runs %s %v, without %s", c.Image, c.Args, probe)
+	}
 	t.Logf("the previous release installed %d objects, the upgrade left %d (%d of the previous ones removed)", len(installed), len(upgraded), len(without(installed, upgraded)))
 
-	helm("uninstall", releaseName, "--namespace", releaseNamespace, "--wait")
+	run("uninstall", releaseName, "--namespace", releaseNamespace, "--wait")
 	checkGone(ctx, t, cp.Client, "after the uninstall", append(installed, upgraded...))
 	records := &corev1.SecretList{}
 	if err := cp.Client.List(ctx, records, client.InNamespace(releaseNamespace), client.MatchingLabels{"owner": "helm", "name": releaseName}); err != nil {
@@ -74,24 +81,47 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}
 }
 
-// helmCLI returns a function that runs `go tool helm ARGS` against cp with a kubeconfig and
-// helm's own directories in temporary ones, and returns its stdout; a failure fails the test.
-func helmCLI(t *testing.T, ctx context.Context, root string, cp *framework.ControlPlane) func(args ...string) []byte {
+// helmBinary is the helm CLI, built once per test.
+type helmBinary struct {
+	path, home string
+}
+
+// helmCLI builds the helm CLI of go.mod's tool directive into a temporary directory, with a
+// timeout of its own: a cold build compiles helm's dependencies.
+func helmCLI(t *testing.T, root string) helmBinary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	h := helmBinary{home: t.TempDir()}
+	h.path = filepath.Join(h.home, "helm")
+	build := exec.CommandContext(ctx, "go", "build", "-o", h.path, "helm.sh/helm/v4/cmd/helm")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building helm: %v\n%s", err, out)
+	}
+	return h
+}
+
+// against returns a function that runs helm ARGS against cp and returns its stdout; a
+// failure fails the test. helm's caches, config, data and the kube client's cache live in
+// the test's temporary directory, and the release records in Secrets, whatever the
+// caller's environment says.
+func (h helmBinary) against(t *testing.T, ctx context.Context, cp *framework.ControlPlane) func(args ...string) []byte {
 	t.Helper()
 	kubeconfig, err := cp.AdminKubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	path := filepath.Join(home, "kubeconfig")
+	path := filepath.Join(h.home, "kubeconfig")
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	env := append(os.Environ(), "HELM_DRIVER=secret", "HELM_NAMESPACE=", "KUBECACHEDIR="+filepath.Join(h.home, "kube-cache"),
+		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(h.home, "config"), "HELM_DATA_HOME="+filepath.Join(h.home, "data"))
 	return func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "helm", "--kubeconfig", path}, args...)...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		cmd := exec.CommandContext(ctx, h.path, append([]string{"--kubeconfig", path}, args...)...)
+		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
@@ -176,25 +206,12 @@ func without(a, b []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// checkDeploymentApplied checks that the controller's Deployment in the cluster runs the
-// container the upgraded manifest has (image and arguments): the upgrade changed the live
-// object, not only helm's record.
-func checkDeploymentApplied(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+// liveController is the controller's container as the Deployment in the cluster has it.
+func liveController(ctx context.Context, t *testing.T, c client.Client) corev1.Container {
 	t.Helper()
-	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" })
-	if i < 0 {
-		t.Fatal("the upgraded manifest has no Deployment")
-	}
-	want := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, want); err != nil {
+	d := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: controllerName}, d); err != nil {
 		t.Fatal(err)
 	}
-	live := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
-		t.Fatal(err)
-	}
-	w, l := want.Spec.Template.Spec.Containers[0], live.Spec.Template.Spec.Containers[0]
-	if l.Image != w.Image || !slices.Equal(l.Args, w.Args) {
-		t.Errorf("the live Deployment runs %s %v, the upgraded manifest %s %v", l.Image, l.Args, w.Image, w.Args)
-	}
+	return d.Spec.Template.Spec.Containers[0]
 }
