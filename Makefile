@@ -139,25 +139,16 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
-# promtool, Prometheus' own tool, built the same way: it unit-tests the alerts of
-# manifests/monitoring against synthetic series (test/monitoring). Its first build
-# is CPU-heavy, so it runs niced.
-PROMTOOL_VERSION := v0.316.0
-PROMTOOL := $(KUBE_VIP_CACHE)/tools/promtool-$(PROMTOOL_VERSION)
-
-$(PROMTOOL):
-	@mkdir -p $(KUBE_VIP_CACHE)/tools/.gobin
-	GOBIN=$(KUBE_VIP_CACHE)/tools/.gobin GOFLAGS= nice $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
-	mv $(KUBE_VIP_CACHE)/tools/.gobin/promtool $@
-
-# Part of `make check`: every alert of the shipped PrometheusRule fires on its synthetic
-# failure and stays quiet otherwise.
+# promtool, Prometheus' own tool, from Debian's prometheus package (hack/promtool.sh unpacks
+# only the binary into the cache): it unit-tests the alerts of manifests/monitoring against
+# synthetic series (test/monitoring). Part of `make check`: every alert of the shipped
+# PrometheusRule fires on its synthetic failure and stays quiet otherwise.
 .PHONY: promtool-test
-promtool-test: $(PROMTOOL)
-	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+promtool-test:
+	@promtool=$$(hack/promtool.sh); dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) run ./hack/tools/promrules manifests/monitoring/prometheusrule.yaml $$dir/prometheusrule.yaml && \
 	cp test/monitoring/*.yaml $$dir/ && \
-	$(PROMTOOL) test rules $$dir/*_test.yaml
+	$$promtool test rules $$dir/*_test.yaml
 
 # The GitHub workflows, with actionlint (a tool directive in go.mod).
 .PHONY: actionlint

@@ -40,9 +40,15 @@ func series(ctx context.Context, h *netns.Harness, name string) (map[string]floa
 	return out, nil
 }
 
-// darkFires evaluates KubeVIPDark's expression,
+// darkHolds is KubeVIPDark's expression,
 // min(kube_vip_agent_vip_last_heard_seconds) > 10 and on() max(kube_vip_agent_is_leader) == 1,
-// and says what it read.
+// on one scrape of every node's series (either side empty: no result, as in PromQL).
+func darkHolds(heard, leading map[string]float64) bool {
+	return len(heard) > 0 && len(leading) > 0 &&
+		slices.Min(slices.Collect(maps.Values(heard))) > 10 && slices.Max(slices.Collect(maps.Values(leading))) == 1
+}
+
+// darkFires evaluates KubeVIPDark's expression on the agents' series now, and says what it read.
 func darkFires(ctx context.Context, h *netns.Harness) (bool, string, error) {
 	heard, err := series(ctx, h, "kube_vip_agent_vip_last_heard_seconds")
 	if err != nil {
@@ -52,11 +58,7 @@ func darkFires(ctx context.Context, h *netns.Harness) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	seen := fmt.Sprintf("last heard %v, leading %v", heard, leading)
-	if len(heard) == 0 || len(leading) == 0 {
-		return false, seen, nil
-	}
-	return slices.Min(slices.Collect(maps.Values(heard))) > 10 && slices.Max(slices.Collect(maps.Values(leading))) == 1, seen, nil
+	return darkHolds(heard, leading), fmt.Sprintf("last heard %v, leading %v", heard, leading), nil
 }
 
 // waitAnswerers polls node n's kube_vip_agent_vip_answerers (KubeVIPTwoAnswerers reads it
@@ -174,8 +176,7 @@ func watchAlerts(ctx context.Context, t *testing.T, h *netns.Harness) *alertWatc
 			if two {
 				s.two++
 			}
-			if len(heard) > 0 && len(leading) > 0 && s.dark == "" &&
-				slices.Min(slices.Collect(maps.Values(heard))) > 10 && slices.Max(slices.Collect(maps.Values(leading))) == 1 {
+			if s.dark == "" && darkHolds(heard, leading) {
 				s.dark = fmt.Sprintf("last heard %v, leading %v", heard, leading)
 			}
 			select {

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -129,28 +127,11 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("node tracker removes the pair of a former control-plane node", func(t *testing.T) {
-		node := &corev1.Node{}
-		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: nodes[2].name}, node); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(node.DeepCopy())
-		delete(node.Labels, exposure.LabelControlPlane)
-		if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
-			t.Fatal(err)
-		}
-		current := &extensionsv1alpha1.SelfHostedShootExposure{}
-		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-			t.Fatal(err)
-		}
-		if err := cut.actuator.SyncNodePairs(ctx, testLogger(t), current); err != nil {
-			t.Fatalf("SyncNodePairs: %v", err)
-		}
+		unlabelControlPlane(t, ctx, e, nodes[2].name)
+		current := cut.syncNodePairs(t, ctx, e, exp)
 		checkPairs(t, ctx, e, nodes[:2], status.VIPAddress, true)
 		checkPairs(t, ctx, e, nodes[2:], status.VIPAddress, false)
 		// SyncNodePairs works on a fresh read of the exposure and records the ports there.
-		if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-			t.Fatal(err)
-		}
 		s, _ := exposure.DecodeStatus(current)
 		if len(s.NodePorts) != 2 {
 			t.Errorf("status.nodePorts = %v, want 2", s.NodePorts)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
 
@@ -79,15 +77,7 @@ func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		node := &corev1.Node{}
-		if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
-			t.Fatal(err)
-		}
-		patch := client.MergeFrom(node.DeepCopy())
-		delete(node.Labels, exposure.LabelControlPlane)
-		if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
-			t.Fatal(err)
-		}
+		unlabelControlPlane(t, ctx, e, n.name)
 	}
 	check := func(step string, exp *extensionsv1alpha1.SelfHostedShootExposure) {
 		t.Helper()
@@ -101,17 +91,7 @@ func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
 		checkPairs(t, ctx, e, nodes, status.VIPAddress, true)
 	}
 
-	// The node tracker's sync, as a Node event starts it (the tests' controller runs none).
-	current := &extensionsv1alpha1.SelfHostedShootExposure{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-		t.Fatal(err)
-	}
-	if err := ctl.actuator.SyncNodePairs(ctx, testLogger(t), current); err != nil {
-		t.Fatalf("SyncNodePairs: %v", err)
-	}
-	if err := e.cp.Client.Get(ctx, client.ObjectKeyFromObject(exp), current); err != nil {
-		t.Fatal(err)
-	}
+	current := ctl.syncNodePairs(t, ctx, e, exp)
 	check("after the node tracker's sync", current)
 	check("after a reconcile", triggerReconcile(t, ctx, e, exp, nil)())
 }
