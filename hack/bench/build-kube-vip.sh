@@ -19,6 +19,10 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}github.com/kube-vip
 log() { echo "build-kube-vip: $*" >&2; }
 
+mkdir -p "$CACHE"
+# One build at a time: a concurrent caller waits for the first one and finds the binary.
+exec 9>"$CACHE/.build-kube-vip.lock"
+flock 9
 if [ ! -x "$OUT/kube-vip" ]; then
   t0=$SECONDS
   rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"; cd "$WORK"

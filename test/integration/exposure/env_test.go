@@ -229,21 +229,6 @@ func createNodeWithLabels(t *testing.T, ctx context.Context, e *sharedEnv, nf no
 	}
 }
 
-// unlabelControlPlane strips the control-plane label from the Node named name, as a tool or
-// a node's replacement does.
-func unlabelControlPlane(t *testing.T, ctx context.Context, e *sharedEnv, name string) {
-	t.Helper()
-	node := &corev1.Node{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	delete(node.Labels, exposure.LabelControlPlane)
-	if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // syncNodePairs runs the node tracker's sync of exp, as a Node event starts it (the tests'
 // controller runs no tracker), and returns exp as read afterwards.
 func (c *controllerUnderTest) syncNodePairs(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) *extensionsv1alpha1.SelfHostedShootExposure {

@@ -127,7 +127,7 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("node tracker removes the pair of a former control-plane node", func(t *testing.T) {
-		unlabelControlPlane(t, ctx, e, nodes[2].name)
+		setControlPlane(t, ctx, e, nodes[2].name, false)
 		current := cut.syncNodePairs(t, ctx, e, exp)
 		checkPairs(t, ctx, e, nodes[:2], status.VIPAddress, true)
 		checkPairs(t, ctx, e, nodes[2:], status.VIPAddress, false)

@@ -271,29 +271,29 @@ func waitNodeGone(t *testing.T, ctx context.Context, e *sharedEnv, name string) 
 // setControlPlane adds or removes the control-plane label of the Node.
 func setControlPlane(t *testing.T, ctx context.Context, e *sharedEnv, name string, on bool) {
 	t.Helper()
-	node := &corev1.Node{}
-	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	if on {
-		metav1.SetMetaDataLabel(&node.ObjectMeta, exposure.LabelControlPlane, "")
-	} else {
-		delete(node.Labels, exposure.LabelControlPlane)
-	}
-	if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
-		t.Fatal(err)
-	}
+	patchNode(t, ctx, e, name, func(node *corev1.Node) {
+		if on {
+			metav1.SetMetaDataLabel(&node.ObjectMeta, exposure.LabelControlPlane, "")
+		} else {
+			delete(node.Labels, exposure.LabelControlPlane)
+		}
+	})
 }
 
 func removeLabel(t *testing.T, ctx context.Context, e *sharedEnv, name string) {
+	t.Helper()
+	patchNode(t, ctx, e, name, func(node *corev1.Node) { delete(node.Labels, agentrollout.PairLabel) })
+}
+
+// patchNode changes the Node named name with change, in a merge patch.
+func patchNode(t *testing.T, ctx context.Context, e *sharedEnv, name string, change func(*corev1.Node)) {
 	t.Helper()
 	node := &corev1.Node{}
 	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(node.DeepCopy())
-	delete(node.Labels, agentrollout.PairLabel)
+	change(node)
 	if err := e.cp.Client.Patch(ctx, node, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestNoControlPlaneNodeKeepsThePairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		unlabelControlPlane(t, ctx, e, n.name)
+		setControlPlane(t, ctx, e, n.name, false)
 	}
 	check := func(step string, exp *extensionsv1alpha1.SelfHostedShootExposure) {
 		t.Helper()
