@@ -88,7 +88,14 @@ die() { log "ERROR: $*"; exit 1; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 need() { for c in "$@"; do command -v "$c" >/dev/null || die "$c is required"; done; }
 
-nodes() { kind get nodes --name "$NAME" | sort; }
+# nodes prints the cluster's node containers. Not `kind get nodes`: it also lists the external
+# load balancer (haproxy, no ctr, no kubelet) that kind puts in front of several control-plane
+# nodes (kind v0.29.0 pkg/cluster/nodeutils/roles.go); the labels are kind's docker provider's
+# (pkg/cluster/internal/providers/docker/constants.go).
+nodes() {
+  docker ps -a --filter "label=io.x-k8s.kind.cluster=$NAME" --filter "label=io.x-k8s.kind.role=control-plane" \
+    --format '{{.Names}}' | sort
+}
 
 # gardener_dir prints the module directory of the pinned Gardener; `go list -m` alone does not
 # download it, so a fresh runner would get an empty path.
@@ -111,6 +118,7 @@ up() {
     } >"$STATE/kind.yaml"
     kind create cluster --name "$NAME" --config "$STATE/kind.yaml" --kubeconfig "$KUBECONFIG_FILE" --wait 180s
   fi
+  [[ "$(nodes | wc -l)" == "$NODES" ]] || die "kind cluster ${NAME} has control-plane nodes $(nodes | xargs), want ${NODES}"
 
   log "release artifacts (make release-artifacts) into every node's containerd"
   make -C "$REPO_ROOT" --no-print-directory release-artifacts
@@ -137,8 +145,10 @@ up() {
 }
 
 # import_release_images loads each release image's OCI layout into every node's containerd
-# under the reference and the manifest digest its index names, as a pull from the registry
-# would: the chart's defaults and the controller's image vector then resolve without a registry.
+# under the reference its index names, as a pull from the registry would: the chart's defaults
+# and the controller's image vector (tags, pulled IfNotPresent) then resolve without a registry.
+# (ctr's --digests adds an @digest name only to images the archive leaves unnamed: containerd
+# v2.1 core/transfer/image/imagestore.go, SkipNamedDigest.)
 # It runs the ctr command kind's own `kind load image-archive` runs in each node
 # (pkg/cluster/nodeutils LoadImageArchive: `ctr --namespace=k8s.io images import
 # --all-platforms --digests`), plus --base-name: an OCI layout's ref.name is only the tag
@@ -221,10 +231,10 @@ node_port() {
 # kubelet_flags IP rewrites kubeadm's kubelet flags file (/var/lib/kubelet/kubeadm-flags.env,
 # stdin to stdout) so that the kubelet's one --node-ip is IP. kind passes the node's Docker
 # address as kubeletExtraArgs node-ip (its kubeadm config template, pkg/cluster/internal/
-# kubeadm/config.go), kubeadm writes it into KUBELET_KUBEADM_ARGS, and kind's kubelet drop-in
-# (images/base/files/etc/systemd/system/kubelet.service.d/10-kubeadm.conf) puts
-# $KUBELET_KUBEADM_ARGS after $KUBELET_EXTRA_ARGS: neither a flag added in front nor
-# /etc/default/kubelet would win, so kind's own value is replaced. (A kubeadmConfigPatches
+# kubeadm/config.go), and kubeadm writes it into KUBELET_KUBEADM_ARGS; kind's kubelet drop-in
+# (images/base/files/etc/systemd/system/kubelet.service.d/10-kubeadm.conf) passes it before
+# $KUBELET_EXTRA_ARGS. kind's own value is replaced in place, so that the kubelet gets exactly
+# one --node-ip, whatever else sets extra arguments. (A kubeadmConfigPatches
 # node-ip cannot be used: the address is on no interface while kind creates the cluster, and
 # the kubelet then reports no address at all, which leaves kindnet's pods without
 # status.hostIP.)
