@@ -15,11 +15,6 @@
 #   2. the failover packages (agent, VIP, election, kube-vip, the real nodes, the harnesses),
 #      one at a time with the machine to themselves: they measure sub-second timings.
 #
-# Phase 1 waits on Neutron more than it computes, so it also builds, niced, what phase 2
-# would otherwise compile inside its tests on a cold machine: upstream kube-vip and the
-# packages of the images the real nodes run (the image build's flags, so that its compiles
-# hit the Go build cache). On a warm machine both are cache hits.
-#
 #   hack/with-openstack.sh hack/test-integration.sh RESULTS_DIR GO_TEST_FLAGS...
 #
 # The shared Keystone + Neutron is the caller's (hack/with-openstack.sh); the second
@@ -64,18 +59,8 @@ rc=0
   run second "${second[@]}"
 ) &
 second_pid=$!
-(
-  t0=$SECONDS
-  nice hack/bench/build-kube-vip.sh >/dev/null
-  # hack/tools/imagebuild's go build, but for the link (ldflags) and the output.
-  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 nice go build -trimpath -buildvcs=false ./cmd/... ./hack/tools/imagebuild/cmd/pause
-  echo "test-integration: kube-vip and the images' packages built beside phase 1 in $((SECONDS - t0))s" >&2
-) &
-warm_pid=$!
 run calm "${calm[@]}" || rc=1
 wait "$second_pid" || rc=1
-# A failed build here fails again, with its message, in the test that needs it.
-wait "$warm_pid" || true
 run timed "${timed[@]}" || rc=1
 cat "$results"/integration-{second,calm,timed}.json >"$results/integration.json" 2>/dev/null || rc=1
 rm -f "$results"/integration-{second,calm,timed}.json
