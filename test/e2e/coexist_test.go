@@ -36,9 +36,17 @@ const usersKubeVIPMetricsPort = 2112
 // package's tests.
 var kubeVIPImage string
 
-func loadKubeVIP(t *testing.T, ctx context.Context) string {
+// loadKubeVIPTimeout bounds building kube-vip from the module proxy and loading its image:
+// on a cold 2-core machine the build alone took about 5 minutes.
+const loadKubeVIPTimeout = 15 * time.Minute
+
+// loadKubeVIP builds and loads upstream kube-vip's image once, under a deadline of its own:
+// a scenario starts its clock after it, so that a cold build does not eat the scenario's time.
+func loadKubeVIP(t *testing.T) string {
 	t.Helper()
 	if kubeVIPImage == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), loadKubeVIPTimeout)
+		defer cancel()
 		ref, err := cluster.LoadKubeVIP(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +73,7 @@ type usersKubeVIP struct {
 // nodes run no kube-proxy for the kubernetes Service.
 func installUsersKubeVIP(t *testing.T, ctx context.Context, apiServerPort int32) *usersKubeVIP {
 	t.Helper()
-	objs := framework.UsersKubeVIP(loadKubeVIP(t, ctx),
+	objs := framework.UsersKubeVIP(loadKubeVIP(t),
 		corev1.EnvVar{Name: "vip_interface", Value: netns.Interface},
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: strconv.Itoa(int(apiServerPort))})

@@ -101,12 +101,12 @@ func boundsOf(t *testing.T, ds *appsv1.DaemonSet) kubeVIPBounds {
 // one node, as the other scenarios expect it, and the user's kube-vip runs on, its objects
 // and pods unchanged; a failed step switches back in the test's cleanup.
 func TestKubeVIP(t *testing.T) {
+	ref := loadKubeVIP(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	deployed(t, ctx)
 	exp := exposed(t, ctx)
 	s := &kubeVIPScenario{port: int(exp.Spec.Port)}
-	ref := loadKubeVIP(t, ctx)
 	restored := false
 	t.Cleanup(func() {
 		if !restored {
