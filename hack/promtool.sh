@@ -6,7 +6,7 @@
 # Prints the path of promtool, Prometheus' own tool, taken from Debian's prometheus package
 # and cached by the package's version in $KUBE_VIP_CACHE/tools. The package is downloaded, not
 # installed (it would bring a Prometheus service): only usr/bin/promtool is unpacked. Building
-# promtool from the module proxy instead cost about 17 minutes of a cold 2-core machine.
+# promtool from the module proxy instead took 7 to 17 minutes on a cold 2-core machine.
 set -euo pipefail
 : "${KUBE_VIP_CACHE:?}"
 
