@@ -223,6 +223,22 @@ func eventReasons(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensio
 	return reasons
 }
 
+// checkKeystoneTLS checks that OpenStackVerified is True and warns in its message exactly
+// when Keystone is reached over plain http (the local Keystone is; framework.KeystoneTLS puts
+// TLS in front of it). The Warning Event that goes with the warning is checked where it is
+// awaited.
+func checkKeystoneTLS(t *testing.T, exp *extensionsv1alpha1.SelfHostedShootExposure, tls bool) {
+	t.Helper()
+	c := condition(t, exp, v1alpha1.ConditionOpenStackVerified)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("OpenStackVerified %+v, want True", c)
+		return
+	}
+	if want := !tls; (c.Reason == "VerifiedWithoutTLS") != want || strings.Contains(c.Message, "plain http") != want {
+		t.Errorf("Keystone over TLS %v: OpenStackVerified reason %q, message %q; want the plain-http warning %v", tls, c.Reason, c.Message, want)
+	}
+}
+
 // watchWaiting records the first lastError, and the first ingress shown before the
 // exposure succeeded, until stop is called.
 func watchWaiting(ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) (stop func() (sawError, earlyIngress string)) {
@@ -285,9 +301,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 		c := meta.FindStatusCondition(providerStatus(t, x).Conditions, v1alpha1.ConditionVIPHeld)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NoHolder"
 	})
-	if c := condition(t, cur, v1alpha1.ConditionOpenStackVerified); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("OpenStackVerified %+v, want True", c)
-	}
+	checkKeystoneTLS(t, cur, false)
 	if c := condition(t, cur, v1alpha1.ConditionAgentsReady); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("AgentsReady %+v, want False", c)
 	}
@@ -370,7 +384,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	if lo := cur.Status.LastOperation; lo == nil || lo.State != gardencorev1beta1.LastOperationStateSucceeded {
 		t.Errorf("last operation %+v after the failover, want it to stay Succeeded", lo)
 	}
-	want := []string{"VIPPortCreated", "FloatingIPCreated", "NodePortsChanged", "WaitingForFrontDoor", "FrontDoorReady", "HolderChanged"}
+	want := []string{"VerifiedWithoutTLS", "VIPPortCreated", "FloatingIPCreated", "NodePortsChanged", "WaitingForFrontDoor", "FrontDoorReady", "HolderChanged"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got := eventReasons(t, ctx, e, exp)

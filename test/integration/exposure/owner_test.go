@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,11 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
@@ -270,27 +275,12 @@ func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
 	}
 }
 
-// TestClonedClusterOnTheSameNetworkGetsItsOwnDoor: a second cluster made from a copy of
-// the first one's node (same project, shoot name and Shoot UID, the UID being a file on
-// the node) on the same network. Its exposure finds the first cluster's VIP port, whose
-// owner is no exposure of its own: a lost exposure's, by the Shoot UID alone. The port's
-// namespace tag names the first cluster's Namespace, which only that cluster's etcd
-// holds, so the clone gets a front door of its own, and deleting it leaves the first
-// cluster's port and floating IP.
-func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+// cloneCluster starts a second cluster made from a copy of the first one's node: same
+// project, shoot name and Shoot UID (the UID is a file on the node), but a kube-apiserver,
+// and so a Namespace UID, of its own; with its own controller.
+func cloneCluster(t *testing.T, ctx context.Context, e *sharedEnv, id string) *sharedEnv {
+	t.Helper()
 	e2 := secondCluster(t, ctx, e, "the clone")
-
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-	startController(t, e)
-	first := newExposure(exposureOptions{name: id, nodes: nodes})
-	create(t, ctx, e, first, id)
-	first = waitFor(t, ctx, e, first, "the first cluster's exposure", succeeded)
-	door := readFrontDoor(t, ctx, e, first)
-
 	cluster := &extensionsv1alpha1.Cluster{}
 	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
 		t.Fatal(err)
@@ -306,7 +296,26 @@ func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
 		t.Fatal(err)
 	}
 	startController(t, e2)
-	clone := newExposure(exposureOptions{name: id, nodes: nodes})
+	return e2
+}
+
+// firstCluster creates an exposure of one node on the shared cluster and returns its
+// front door once it succeeded.
+func firstCluster(t *testing.T, ctx context.Context, e *sharedEnv) (id string, door frontDoorOf) {
+	t.Helper()
+	id = useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	startController(t, e)
+	first := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, first, id)
+	first = waitFor(t, ctx, e, first, "the first cluster's exposure", succeeded)
+	return id, readFrontDoor(t, ctx, e, first)
+}
+
+// checkCloneGetsItsOwnDoor creates the clone's exposure, which must succeed with a front
+// door of its own and leave the first cluster's door as it was, also once deleted.
+func checkCloneGetsItsOwnDoor(t *testing.T, ctx context.Context, e, e2 *sharedEnv, clone *extensionsv1alpha1.SelfHostedShootExposure, door frontDoorOf) frontDoorOf {
+	t.Helper()
 	if err := e2.cp.Client.Create(ctx, clone); err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +337,88 @@ func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
 
 	deleteAndWait(t, ctx, e2, clone)
 	checkFrontDoorIntact(t, ctx, e, door, "after deleting the clone's exposure")
+	return cloneDoor
+}
+
+// TestClonedClusterOnTheSameNetworkGetsItsOwnDoor: a clone of the first cluster
+// (cloneCluster) on the same network. Its exposure finds the first cluster's VIP port,
+// whose owner is no exposure of its own: a lost exposure's, by the Shoot UID alone. The
+// port's namespace tag names the first cluster's Namespace, which only that cluster's etcd
+// holds, so the clone gets a front door of its own, and deleting it leaves the first
+// cluster's port and floating IP.
+func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	id, door := firstCluster(t, ctx, e)
+	e2 := cloneCluster(t, ctx, e, id)
+	nodes := createNodes(t, ctx, e2, id, 1)
+	checkCloneGetsItsOwnDoor(t, ctx, e, e2, newExposure(exposureOptions{name: id, nodes: nodes}), door)
+}
+
+// TestClonedClusterOnAnotherNetworkGetsItsOwnDoor: a clone of the first cluster
+// (cloneCluster) whose nodes are on a network of their own, and a first cluster's VIP port
+// without the namespace tag (a port from before that tag): only the network tells that port
+// from the clone's lost front door. The clone leaves it alone and gets a front door of its own
+// in its network; deleting the clone leaves the first cluster's port and floating IP.
+func TestClonedClusterOnAnotherNetworkGetsItsOwnDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	id, door := firstCluster(t, ctx, e)
+	port, err := e.neutron.GetPort(ctx, door.portID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags := slices.DeleteFunc(slices.Clone(port.Tags), func(tag string) bool { return strings.HasPrefix(tag, openstack.NamespaceTagPrefix) })
+	if len(tags) == len(port.Tags) {
+		t.Fatalf("the first cluster's VIP port has no namespace tag: %v", port.Tags)
+	}
+	if err := e.neutron.ReplacePortTags(ctx, door.portID, tags); err != nil {
+		t.Fatal(err)
+	}
+	door.tags = tags
+
+	other := *e
+	other.os.NetworkID, other.os.SubnetID = routedNetwork(t, ctx, e, "198.19.80.0/24")
+	e2 := cloneCluster(t, ctx, &other, id)
+	nodes := createNodes(t, ctx, e2, id, 1)
+	clone := newExposure(exposureOptions{name: id, nodes: nodes, providerConfig: fmt.Sprintf(
+		`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q}`, other.os.NetworkID, other.os.SubnetID)})
+	cloneDoor := checkCloneGetsItsOwnDoor(t, ctx, e, e2, clone, door)
+	if p, err := e.neutron.GetPort(ctx, cloneDoor.portID); err == nil || !openstack.IsNotFound(err) {
+		t.Errorf("the clone's VIP port %s after its deletion: %+v, %v; want it gone", cloneDoor.portID, p, err)
+	}
+}
+
+// routedNetwork creates a network of the project with an IPv4 subnet of cidr behind the
+// project's router (so that floating IPs reach it), and removes them when the test ends.
+func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv, cidr string) (networkID, subnetID string) {
+	t.Helper()
+	c := e.neutron.ServiceClient()
+	name := "clone-" + rand.String(5)
+	net, err := networks.Create(ctx, c, networks.CreateOpts{Name: name}).Extract()
+	if err != nil {
+		t.Fatalf("creating network %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := networks.Delete(context.Background(), c, net.ID).ExtractErr(); err != nil {
+			t.Errorf("deleting network %s: %v", name, err)
+		}
+	})
+	sub, err := subnets.Create(ctx, c, subnets.CreateOpts{NetworkID: net.ID, Name: name, IPVersion: 4, CIDR: cidr}).Extract()
+	if err != nil {
+		t.Fatalf("creating the subnet of %s: %v", name, err)
+	}
+	if _, err := routers.AddInterface(ctx, c, e.os.RouterID, routers.AddInterfaceOpts{SubnetID: sub.ID}).Extract(); err != nil {
+		t.Fatalf("adding %s to the router: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := routers.RemoveInterface(context.Background(), c, e.os.RouterID, routers.RemoveInterfaceOpts{SubnetID: sub.ID}).Extract(); err != nil {
+			t.Errorf("removing %s from the router: %v", name, err)
+		}
+	})
+	return net.ID, sub.ID
 }
 
 // TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,

@@ -6,6 +6,7 @@ package exposure_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,8 @@ import (
 // nor CA. Without a CA the exposure fails with ERR_CONFIGURATION_PROBLEM naming the
 // certificate and creates nothing; the CloudProfile's keystoneCACert, or the caCert of the
 // region's keystoneURLs entry, makes it converge; keystoneForceInsecure does too, and the
-// controller logs a warning.
+// controller logs a warning. Over TLS, OpenStackVerified carries no plain-http warning (the
+// http case is TestSucceededOnlyOnceTheFrontDoorWorks').
 func TestCloudProfileKeystoneCA(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -88,6 +90,10 @@ func TestCloudProfileKeystoneCA(t *testing.T) {
 			final := triggerReconcile(t, ctx, e, exp, nil)()
 			if len(final.Status.Ingress) != 1 || len(taggedPorts(t, ctx, e, identity)) != 1 {
 				t.Errorf("with the CloudProfile's %s: ingress %v, want one floating IP and one VIP port", tc.name, final.Status.Ingress)
+			}
+			checkKeystoneTLS(t, final, true)
+			if reasons := eventReasons(t, ctx, e, final); slices.Contains(reasons, "VerifiedWithoutTLS") {
+				t.Errorf("Events %v: a plain-http warning for a Keystone reached over TLS", reasons)
 			}
 			if warned := warnings.contain("not verified"); warned != tc.wantWarning {
 				t.Errorf("warning that certificates are not verified logged: %v, want %v; log: %v", warned, tc.wantWarning, warnings.all())
