@@ -88,9 +88,10 @@ die() { log "ERROR: $*"; exit 1; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 need() { for c in "$@"; do command -v "$c" >/dev/null || die "$c is required"; done; }
 
-# nodes prints the cluster's node containers. Not `kind get nodes`: it also lists the external
-# load balancer (haproxy, no ctr, no kubelet) that kind puts in front of several control-plane
-# nodes (kind v0.29.0 pkg/cluster/nodeutils/roles.go); the labels are kind's docker provider's
+# nodes prints the cluster's node containers, all control-plane (it has no workers). Not
+# `kind get nodes`: that also lists the external load balancer (haproxy, no ctr, no kubelet)
+# that kind puts in front of several control-plane nodes (kind v0.29.0
+# pkg/cluster/nodeutils/roles.go); the labels are kind's docker provider's
 # (pkg/cluster/internal/providers/docker/constants.go).
 nodes() {
   docker ps -a --filter "label=io.x-k8s.kind.cluster=$NAME" --filter "label=io.x-k8s.kind.role=control-plane" \
