@@ -37,7 +37,7 @@ const usersKubeVIPMetricsPort = 2112
 var kubeVIPImage string
 
 // loadKubeVIPTimeout bounds building kube-vip from the module proxy and loading its image:
-// on a cold 2-core machine the build alone took 5 to 6.5 minutes (6 min 17 s the last time).
+// on a cold 2-core machine the build alone took 5 to 6.5 minutes.
 const loadKubeVIPTimeout = 15 * time.Minute
 
 // loadKubeVIP builds and loads upstream kube-vip's image once, under a deadline of its own:

@@ -202,14 +202,18 @@ func secondExposure(t *testing.T, ctx context.Context, e *sharedEnv, id string, 
 
 // secondCluster starts a kube-apiserver of its own for a second cluster, bootstrapped
 // like the first one's and sharing its OpenStack project.
-func secondCluster(t *testing.T, ctx context.Context, e *sharedEnv, who string) *sharedEnv {
+func secondCluster(t *testing.T, ctx context.Context, e *sharedEnv, who string, tweaks ...func(*framework.BootstrapOptions)) *sharedEnv {
 	t.Helper()
 	cp, err := framework.NewControlPlane()
 	if err != nil {
 		t.Fatalf("starting %s's kube-apiserver: %v", who, err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	if err := framework.Bootstrap(ctx, cp.Client, e.os.BootstrapOptions(framework.ApplicationCredential)); err != nil {
+	opts := e.os.BootstrapOptions(framework.ApplicationCredential)
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	if err := framework.Bootstrap(ctx, cp.Client, opts); err != nil {
 		t.Fatalf("bootstrapping %s: %v", who, err)
 	}
 	return &sharedEnv{cp: cp, os: e.os, neutron: e.neutron}
@@ -277,10 +281,11 @@ func TestTwoClustersWithTheSameShootNameDoNotCollide(t *testing.T) {
 
 // cloneCluster starts a second cluster made from a copy of the first one's node: same
 // project, shoot name and Shoot UID (the UID is a file on the node), but a kube-apiserver,
-// and so a Namespace UID, of its own; with its own controller.
-func cloneCluster(t *testing.T, ctx context.Context, e *sharedEnv, id string) *sharedEnv {
+// and so a Namespace UID, of its own; with its own controller. The clone's Infrastructure
+// names e's network (tweaks change it).
+func cloneCluster(t *testing.T, ctx context.Context, e *sharedEnv, id string, tweaks ...func(*framework.BootstrapOptions)) *sharedEnv {
 	t.Helper()
-	e2 := secondCluster(t, ctx, e, "the clone")
+	e2 := secondCluster(t, ctx, e, "the clone", tweaks...)
 	cluster := &extensionsv1alpha1.Cluster{}
 	if err := e.cp.Client.Get(ctx, client.ObjectKey{Name: ns}, cluster); err != nil {
 		t.Fatal(err)
@@ -299,8 +304,8 @@ func cloneCluster(t *testing.T, ctx context.Context, e *sharedEnv, id string) *s
 	return e2
 }
 
-// firstCluster creates an exposure of one node on the shared cluster and returns its
-// front door once it succeeded.
+// firstCluster gives the shared cluster a fresh identity, starts its controller and creates
+// an exposure of one node; it returns the identity and the front door once it succeeded.
 func firstCluster(t *testing.T, ctx context.Context, e *sharedEnv) (id string, door frontDoorOf) {
 	t.Helper()
 	id = useIdentity(t, ctx, e)
@@ -312,10 +317,12 @@ func firstCluster(t *testing.T, ctx context.Context, e *sharedEnv) (id string, d
 	return id, readFrontDoor(t, ctx, e, first)
 }
 
-// checkCloneGetsItsOwnDoor creates the clone's exposure, which must succeed with a front
-// door of its own and leave the first cluster's door as it was, also once deleted.
-func checkCloneGetsItsOwnDoor(t *testing.T, ctx context.Context, e, e2 *sharedEnv, clone *extensionsv1alpha1.SelfHostedShootExposure, door frontDoorOf) frontDoorOf {
+// checkCloneGetsItsOwnDoor creates a node and an exposure in the clone e2, in the clone's
+// network; the exposure must succeed with a front door of its own and leave the first
+// cluster's door as it was, also once deleted, when its own port is gone.
+func checkCloneGetsItsOwnDoor(t *testing.T, ctx context.Context, e, e2 *sharedEnv, id string, door frontDoorOf) {
 	t.Helper()
+	clone := newExposure(exposureOptions{name: id, nodes: createNodes(t, ctx, e2, id, 1)})
 	if err := e2.cp.Client.Create(ctx, clone); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +344,9 @@ func checkCloneGetsItsOwnDoor(t *testing.T, ctx context.Context, e, e2 *sharedEn
 
 	deleteAndWait(t, ctx, e2, clone)
 	checkFrontDoorIntact(t, ctx, e, door, "after deleting the clone's exposure")
-	return cloneDoor
+	if p, err := e.neutron.GetPort(ctx, cloneDoor.portID); err == nil || !openstack.IsNotFound(err) {
+		t.Errorf("the clone's VIP port %s after its deletion: %+v, %v; want it gone", cloneDoor.portID, p, err)
+	}
 }
 
 // TestClonedClusterOnTheSameNetworkGetsItsOwnDoor: a clone of the first cluster
@@ -351,16 +360,15 @@ func TestClonedClusterOnTheSameNetworkGetsItsOwnDoor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	id, door := firstCluster(t, ctx, e)
-	e2 := cloneCluster(t, ctx, e, id)
-	nodes := createNodes(t, ctx, e2, id, 1)
-	checkCloneGetsItsOwnDoor(t, ctx, e, e2, newExposure(exposureOptions{name: id, nodes: nodes}), door)
+	checkCloneGetsItsOwnDoor(t, ctx, e, cloneCluster(t, ctx, e, id), id, door)
 }
 
 // TestClonedClusterOnAnotherNetworkGetsItsOwnDoor: a clone of the first cluster
-// (cloneCluster) whose nodes are on a network of their own, and a first cluster's VIP port
-// without the namespace tag (a port from before that tag): only the network tells that port
-// from the clone's lost front door. The clone leaves it alone and gets a front door of its own
-// in its network; deleting the clone leaves the first cluster's port and floating IP.
+// (cloneCluster) whose Infrastructure and nodes are on a network of their own, and a first
+// cluster's VIP port without the namespace tag (a port from before that tag): only the
+// network tells that port from the clone's lost front door. The clone leaves it alone and
+// gets a front door of its own in its network; deleting the clone leaves the first
+// cluster's port and floating IP.
 func TestClonedClusterOnAnotherNetworkGetsItsOwnDoor(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -377,38 +385,39 @@ func TestClonedClusterOnAnotherNetworkGetsItsOwnDoor(t *testing.T) {
 	if err := e.neutron.ReplacePortTags(ctx, door.portID, tags); err != nil {
 		t.Fatal(err)
 	}
-	door.tags = tags
+	// Read back: Neutron decides the order in which it returns the tags.
+	if port, err = e.neutron.GetPort(ctx, door.portID); err != nil {
+		t.Fatal(err)
+	}
+	door.tags = port.Tags
 
 	other := *e
-	other.os.NetworkID, other.os.SubnetID = routedNetwork(t, ctx, e, "198.19.80.0/24")
-	e2 := cloneCluster(t, ctx, &other, id)
-	nodes := createNodes(t, ctx, e2, id, 1)
-	clone := newExposure(exposureOptions{name: id, nodes: nodes, providerConfig: fmt.Sprintf(
-		`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q}`, other.os.NetworkID, other.os.SubnetID)})
-	cloneDoor := checkCloneGetsItsOwnDoor(t, ctx, e, e2, clone, door)
-	if p, err := e.neutron.GetPort(ctx, cloneDoor.portID); err == nil || !openstack.IsNotFound(err) {
-		t.Errorf("the clone's VIP port %s after its deletion: %+v, %v; want it gone", cloneDoor.portID, p, err)
-	}
+	var cidr string
+	other.os.NetworkID, other.os.SubnetID, cidr = routedNetwork(t, ctx, e)
+	e2 := cloneCluster(t, ctx, &other, id, func(o *framework.BootstrapOptions) { o.SubnetCIDR = cidr })
+	checkCloneGetsItsOwnDoor(t, ctx, e, e2, id, door)
 }
 
-// routedNetwork creates a network of the project with an IPv4 subnet of cidr behind the
-// project's router (so that floating IPs reach it), and removes them when the test ends.
-func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv, cidr string) (networkID, subnetID string) {
+// routedNetwork creates a network of the project with an IPv4 subnet behind the project's
+// router (so that floating IPs reach it), and removes them when the test ends, with any
+// port and floating IP left in the network, which it reports.
+func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv) (networkID, subnetID, cidr string) {
 	t.Helper()
 	c := e.neutron.ServiceClient()
+	cidr = fmt.Sprintf("198.19.%d.0/24", rand.IntnRange(100, 200))
 	name := "clone-" + rand.String(5)
-	net, err := networks.Create(ctx, c, networks.CreateOpts{Name: name}).Extract()
+	nw, err := networks.Create(ctx, c, networks.CreateOpts{Name: name}).Extract()
 	if err != nil {
 		t.Fatalf("creating network %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		if err := networks.Delete(context.Background(), c, net.ID).ExtractErr(); err != nil {
+		if err := networks.Delete(context.Background(), c, nw.ID).ExtractErr(); err != nil {
 			t.Errorf("deleting network %s: %v", name, err)
 		}
 	})
-	sub, err := subnets.Create(ctx, c, subnets.CreateOpts{NetworkID: net.ID, Name: name, IPVersion: 4, CIDR: cidr}).Extract()
+	sub, err := subnets.Create(ctx, c, subnets.CreateOpts{NetworkID: nw.ID, Name: name, IPVersion: 4, CIDR: cidr}).Extract()
 	if err != nil {
-		t.Fatalf("creating the subnet of %s: %v", name, err)
+		t.Fatalf("creating the subnet %s of %s: %v", cidr, name, err)
 	}
 	if _, err := routers.AddInterface(ctx, c, e.os.RouterID, routers.AddInterfaceOpts{SubnetID: sub.ID}).Extract(); err != nil {
 		t.Fatalf("adding %s to the router: %v", name, err)
@@ -418,7 +427,28 @@ func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv, cidr string)
 			t.Errorf("removing %s from the router: %v", name, err)
 		}
 	})
-	return net.ID, sub.ID
+	// Runs first: a port or floating IP left here (a failed deletion) would keep the router
+	// interface and the network.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		left, err := e.neutron.ListPorts(ctx, openstack.PortFilter{NetworkID: nw.ID})
+		if err != nil {
+			t.Errorf("listing the ports of %s: %v", name, err)
+			return
+		}
+		for _, p := range left {
+			if strings.HasPrefix(p.DeviceOwner, "network:") { // the router's interface, DHCP
+				continue
+			}
+			t.Errorf("port %s (%s) left in %s; deleting it and its floating IPs", p.ID, p.Name, name)
+			fips, _ := e.neutron.FloatingIPsOfPort(ctx, p.ID)
+			for _, f := range fips {
+				_ = e.neutron.DeleteFloatingIP(ctx, f.ID)
+			}
+			_ = e.neutron.DeletePort(ctx, p.ID)
+		}
+	})
+	return nw.ID, sub.ID, cidr
 }
 
 // TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -26,8 +27,8 @@ import (
 // nor CA. Without a CA the exposure fails with ERR_CONFIGURATION_PROBLEM naming the
 // certificate and creates nothing; the CloudProfile's keystoneCACert, or the caCert of the
 // region's keystoneURLs entry, makes it converge; keystoneForceInsecure does too, and the
-// controller logs a warning. Over TLS, OpenStackVerified carries no plain-http warning (the
-// http case is TestSucceededOnlyOnceTheFrontDoorWorks').
+// controller logs a warning. Over TLS, OpenStackVerified and the Events carry no plain-http
+// warning (TestSucceededOnlyOnceTheFrontDoorWorks checks plain http).
 func TestCloudProfileKeystoneCA(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -92,8 +93,12 @@ func TestCloudProfileKeystoneCA(t *testing.T) {
 				t.Errorf("with the CloudProfile's %s: ingress %v, want one floating IP and one VIP port", tc.name, final.Status.Ingress)
 			}
 			checkKeystoneTLS(t, final, true)
-			if reasons := eventReasons(t, ctx, e, final); slices.Contains(reasons, "VerifiedWithoutTLS") {
-				t.Errorf("Events %v: a plain-http warning for a Keystone reached over TLS", reasons)
+			// The recorder writes Events in the background: none for 2 s after the reconcile.
+			// The listing gets the test's context, not the poll's, whose end it must not hit.
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+				return slices.Contains(eventReasons(t, ctx, e, final), "VerifiedWithoutTLS"), nil
+			}); err == nil {
+				t.Errorf("a VerifiedWithoutTLS Event (the plain-http warning) for a Keystone reached over TLS")
 			}
 			if warned := warnings.contain("not verified"); warned != tc.wantWarning {
 				t.Errorf("warning that certificates are not verified logged: %v, want %v; log: %v", warned, tc.wantWarning, warnings.all())
