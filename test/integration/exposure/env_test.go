@@ -322,6 +322,12 @@ func waitGone(ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHos
 
 func forceCleanup(ctx context.Context, e *sharedEnv, identity string) {
 	list, _ := e.neutron.ListPorts(ctx, openstack.PortFilter{Tags: []string{openstack.ClusterTag(identity)}})
+	deletePortsWithFloatingIPs(ctx, e, list)
+}
+
+// deletePortsWithFloatingIPs removes what a test left behind, best effort: each port's
+// floating IPs first, since Neutron refuses to delete a port a floating IP points at.
+func deletePortsWithFloatingIPs(ctx context.Context, e *sharedEnv, list []ports.Port) {
 	for _, p := range list {
 		fips, _ := e.neutron.FloatingIPsOfPort(ctx, p.ID)
 		for _, f := range fips {

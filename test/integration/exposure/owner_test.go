@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -436,17 +437,15 @@ func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv) (networkID, 
 			t.Errorf("listing the ports of %s: %v", name, err)
 			return
 		}
+		var stray []ports.Port
 		for _, p := range left {
 			if strings.HasPrefix(p.DeviceOwner, "network:") { // the router's interface, DHCP
 				continue
 			}
 			t.Errorf("port %s (%s) left in %s; deleting it and its floating IPs", p.ID, p.Name, name)
-			fips, _ := e.neutron.FloatingIPsOfPort(ctx, p.ID)
-			for _, f := range fips {
-				_ = e.neutron.DeleteFloatingIP(ctx, f.ID)
-			}
-			_ = e.neutron.DeletePort(ctx, p.ID)
+			stray = append(stray, p)
 		}
+		deletePortsWithFloatingIPs(ctx, e, stray)
 	})
 	return nw.ID, sub.ID, cidr
 }
