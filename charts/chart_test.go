@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,6 +90,13 @@ func TestChartOperatorValues(t *testing.T) {
 	}
 	if !slices.Contains(spec.Containers[0].Args, "--front-door-probe=lease") {
 		t.Errorf("no --front-door-probe=lease in %q", spec.Containers[0].Args)
+	}
+	// The node's name reaches the controller through the downward API.
+	nodeName := slices.IndexFunc(spec.Containers[0].Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
+	if nodeName < 0 || !slices.Contains(spec.Containers[0].Args, "--node-name=$(NODE_NAME)") {
+		t.Errorf("the controller is not told its node: env %+v, args %q", spec.Containers[0].Env, spec.Containers[0].Args)
 	}
 
 	d = renderDeployment(t, nil)

@@ -140,7 +140,7 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		address = "each of " + strings.Join(hostPorts(vipAddresses(status), port), " and ")
 	}
 	if status.FrontDoorPath != v1alpha1.FrontDoorPathFloatingIP || status.FloatingIPAddress == "" {
-		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).%s", agent.LeaseHolder, address, ipv6ReachedLocally(status, port))}
+		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).%s", agent.LeaseHolder, address, a.ipv6Proof(status, port, agent.LeaseHolder))}
 	}
 	// During bootstrap the controller runs in the host network of the node that holds the
 	// VIP, which answers the VIP locally: only the floating IP crosses the router, the
@@ -150,24 +150,32 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		return frontDoorState{reason: reasonFloatingIPNotAnswering, message: fmt.Sprintf("Node %q holds the VIP and %s accepts connections, but the floating IP's %s does not: %v; check the router, the security group and the floating IP's association (on a cloud whose routers do not hairpin, set probeFloatingIP: false in the provider config).",
 			agent.LeaseHolder, address, published, err)}
 	}
-	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.%s", agent.LeaseHolder, address, published, ipv6ReachedLocally(status, port))}
+	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.%s", agent.LeaseHolder, address, published, a.ipv6Proof(status, port, agent.LeaseHolder))}
 }
 
-// ipv6ReachedLocally says so when an IPv6 VIP is published: it has no floating IP whose
-// hairpin would cross the router, and during bootstrap the controller runs on the node
-// that holds the VIP, so its dial proves neither the router nor the security group that
-// outside clients cross. "" when no IPv6 VIP is published.
-func ipv6ReachedLocally(status *v1alpha1.ExposureStatus, port string) string {
+// ipv6Proof says how far the dial proved a published IPv6 door, which has no floating IP
+// whose hairpin would cross the router: from another node while the controller's node does
+// not hold the VIP (the dial crossed the node network and the holder's port security, as
+// a client on that network does); otherwise from the holder itself, which answers its own
+// address without the network. Neither proves the router for clients outside. "" when no
+// IPv6 VIP is published.
+func (a *Actuator) ipv6Proof(status *v1alpha1.ExposureStatus, port, holder string) string {
 	var v6 []string
 	for _, vip := range vipAddresses(status) {
-		if a, err := netip.ParseAddr(vip); err == nil && !a.Unmap().Is4() {
+		if addr, err := netip.ParseAddr(vip); err == nil && !addr.Unmap().Is4() {
 			v6 = append(v6, net.JoinHostPort(vip, port))
 		}
 	}
-	if len(v6) == 0 {
+	doors := strings.Join(v6, " and ")
+	switch {
+	case len(v6) == 0:
 		return ""
+	case a.opts.NodeName != "" && a.opts.NodeName != holder:
+		return fmt.Sprintf(" The IPv6 door %s was reached from node %q, across the node network to the holder; the router is not proven for IPv6 clients outside.", doors, a.opts.NodeName)
+	case a.opts.NodeName != "":
+		return fmt.Sprintf(" The IPv6 door %s was reached on node %q, which holds it, so locally only: the node network, the router and the node security group are not proven for IPv6 clients outside.", doors, a.opts.NodeName)
 	}
-	return fmt.Sprintf(" The IPv6 door %s was reached from the controller's host only, which may be the node that holds it: the router and the node security group are not proven for IPv6 clients outside.", strings.Join(v6, " and "))
+	return fmt.Sprintf(" The IPv6 door %s was reached from the controller's host only, which may be the node that holds it: the router and the node security group are not proven for IPv6 clients outside.", doors)
 }
 
 // vipAddresses are the exposure's VIPs: the first fixed IP's, then the other families'.

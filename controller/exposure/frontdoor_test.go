@@ -77,6 +77,30 @@ func TestFrontDoorProvesThePublishedPath(t *testing.T) {
 	}
 }
 
+// TestIPv6DoorProof: the VIPHeld message says how far the controller's dial proved a
+// published IPv6 door: across the node network from another node, or locally on the node
+// that holds it, or from a host the controller does not know.
+func TestIPv6DoorProof(t *testing.T) {
+	const door = "[2001:2:0:10::64]:443"
+	status := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100", OtherVIPs: []v1alpha1.FamilyVIP{{Address: "2001:2:0:10::64"}}}
+	for _, tc := range []struct {
+		name, self, holder, want string
+	}{
+		{"another node holds it", "cp-1", "cp-0", `The IPv6 door ` + door + ` was reached from node "cp-1", across the node network to the holder;`},
+		{"the controller's node holds it", "cp-0", "cp-0", `The IPv6 door ` + door + ` was reached on node "cp-0", which holds it, so locally only:`},
+		{"the controller's node is unknown", "", "cp-0", `The IPv6 door ` + door + ` was reached from the controller's host only`},
+	} {
+		a := &Actuator{opts: ActuatorOptions{NodeName: tc.self}}
+		if got := a.ipv6Proof(status, "443", tc.holder); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want it to say %q", tc.name, got, tc.want)
+		}
+	}
+	v4 := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100"}
+	if got := (&Actuator{opts: ActuatorOptions{NodeName: "cp-1"}}).ipv6Proof(v4, "443", "cp-0"); got != "" {
+		t.Errorf("an IPv4-only exposure: %q, want no IPv6 note", got)
+	}
+}
+
 func TestFrontDoorPath(t *testing.T) {
 	public := ResolveConfig(&v1alpha1.ExposureConfig{}, &InfrastructureStatus{})
 	off := false

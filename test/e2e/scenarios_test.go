@@ -179,19 +179,44 @@ func TestStopLeaderKubeletAndContainerd(t *testing.T) {
 	p := probe(t, ctx, 10*time.Second)
 	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{})
 	time.Sleep(500 * time.Millisecond)
-	n := nodeOf(leader)
-	if err := n.StopNode(); err != nil {
-		t.Fatal(err)
-	}
+	startAgain := stopRuntime(t, ctx, nodeOf(leader))
 	checkOutage(t, "leader's kubelet and containerd stopped", p.Wait(), 0)
 	rep := sampler.Stop()
 	if len(rep.Changes) > 1 {
 		t.Errorf("the VIP moved while only kubelet and containerd were down: %+v", rep.Changes)
 	}
-	if err := n.StartNode(ctx); err != nil {
+	startAgain()
+	waitReady(t, ctx)
+}
+
+// stopRuntime stops n's kubelet and containerd and returns what starts them again. The
+// test's cleanup starts them too when the test stops first, so that a failed scenario
+// leaves no node down for the tests after it.
+func stopRuntime(t *testing.T, ctx context.Context, n *nodes.Node) (startAgain func()) {
+	t.Helper()
+	started := false
+	start := func(ctx context.Context) error {
+		if started {
+			return nil
+		}
+		started = true
+		return n.StartNode(ctx)
+	}
+	t.Cleanup(func() {
+		// The scenario's deadline may be what stopped the test.
+		if err := start(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("starting %s's runtime again: %v", n.Name(), err)
+		}
+	})
+	if err := n.StopNode(); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, ctx)
+	return func() {
+		t.Helper()
+		if err := start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestLeaderCrashesWithItsRuntimeDown: the leader node's kubelet and containerd are
@@ -208,9 +233,7 @@ func TestLeaderCrashesWithItsRuntimeDown(t *testing.T) {
 	}
 	before := restarts(leaderPod(t, ctx, leader.Name()))
 	move := expectMove(t, ctx, election.ReasonExpiry)
-	if err := n.StopNode(); err != nil {
-		t.Fatal(err)
-	}
+	startAgain := stopRuntime(t, ctx, n)
 	p := probe(t, ctx, 8*time.Second)
 	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
 	time.Sleep(500 * time.Millisecond)
@@ -232,9 +255,7 @@ func TestLeaderCrashesWithItsRuntimeDown(t *testing.T) {
 	}
 	// The old agent is dead, its metrics with it.
 	explainedThroughTheAPI(t, ctx, move, leader.Name(), "")
-	if err := n.StartNode(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startAgain()
 	// Until the kubelet, started again, sees the container gone, the pod's status still
 	// says Ready from before the kill.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -248,6 +248,7 @@ func (c *controllers) actuatorFor(mgr manager.Manager) *exposure.Actuator {
 			KubeVIPImage:   ext.KubeVIPImage,
 			VerifyInterval: ext.VerifyInterval,
 			FrontDoorProbe: ext.FrontDoorProbe,
+			NodeName:       ext.NodeName,
 		})
 	})
 	return c.actuator

@@ -34,6 +34,8 @@ const (
 	VerifyIntervalFlag = "verify-interval"
 	// FrontDoorProbeFlag is the flag for how the front door is checked before Succeeded.
 	FrontDoorProbeFlag = "front-door-probe"
+	// NodeNameFlag is the flag for the node the controller runs on.
+	NodeNameFlag = "node-name"
 )
 
 // ExtensionOptions are the command line options of this extension that gardener's
@@ -55,6 +57,9 @@ type ExtensionOptions struct {
 	// connection from the controller), lease (the Lease only, for a controller that
 	// cannot reach the node network) or off (tests of the controller without agents).
 	FrontDoorProbe string
+	// NodeName is the node the controller runs on (the chart passes the downward API's
+	// spec.nodeName). Empty: unknown.
+	NodeName string
 
 	config *ExtensionConfig
 }
@@ -73,6 +78,8 @@ type ExtensionConfig struct {
 	VerifyInterval time.Duration
 	// FrontDoorProbe, see ExtensionOptions.
 	FrontDoorProbe exposure.FrontDoorProbe
+	// NodeName, see ExtensionOptions.
+	NodeName string
 }
 
 // AddFlags implements controllercmd.Flagger.
@@ -82,6 +89,7 @@ func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip that set no agent.image (default: the image vector's "+charts.ImageNameKubeVip+" image).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller), lease (the Lease only, for a controller that cannot reach the node network), or off (not checked; only for tests of the controller that run no agent).")
+	fs.StringVar(&o.NodeName, NodeNameFlag, "", "The node this controller runs on. With it, the status says whether a published IPv6 door, which has no floating IP, was reached across the node network or only on the node that holds it.")
 }
 
 // Complete implements controllercmd.Completer.
@@ -117,7 +125,8 @@ func (o *ExtensionOptions) Complete() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	o.config = &ExtensionConfig{Type: o.Type, AgentImage: agentImage, KubeVIPImage: kubeVIPImage, VerifyInterval: o.VerifyInterval, FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe)}
+	o.config = &ExtensionConfig{Type: o.Type, AgentImage: agentImage, KubeVIPImage: kubeVIPImage, VerifyInterval: o.VerifyInterval,
+		FrontDoorProbe: exposure.FrontDoorProbe(o.FrontDoorProbe), NodeName: o.NodeName}
 	return nil
 }
 

@@ -253,6 +253,7 @@ func (f *frontDoor) runController(cfg *rest.Config, scheme *runtime.Scheme) (sto
 	actuator := exposure.NewActuator(mgr, exposure.ActuatorOptions{
 		ClientFactory: openstack.NewClientFactory(openstack.FactoryOptions{Metrics: f.metrics}),
 		AgentImage:    f.agentImage,
+		NodeName:      f.cluster.Net().Nodes()[0].Name(),
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return f.cluster.Net().Nodes()[0].DialContext(ctx, network, addr)
 		},

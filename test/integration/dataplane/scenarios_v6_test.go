@@ -7,11 +7,20 @@ package dataplane_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
-	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
+	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
+
+	"github.com/gardener/gardener-extension-kube-vip/controller/apis/v1alpha1"
 	"github.com/gardener/gardener-extension-kube-vip/controller/exposure"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
@@ -53,11 +62,20 @@ func (f *frontDoor) familyScenarios(t *testing.T, ctx context.Context, families 
 		t.Fatalf("the exposure has no IPv6 VIP: %v", st.vips)
 	}
 
-	t.Run("create", func(t *testing.T) { f.checkCreated(t, ctx, holder, st) })
+	var fromAnotherNode bool
+	t.Run("create", func(t *testing.T) {
+		f.checkCreated(t, ctx, holder, st)
+		fromAnotherNode = f.checkIPv6Proof(t, ctx, vip6)
+	})
 	t.Run("graceful", func(t *testing.T) {
 		f.failover(t, ctx, failoverCase{name: "leader's pod deleted", probeFor: 8 * time.Second, bound: fixed(gracefulBound),
 			fault: f.deleteHolderPod(t, ctx), accept: otherNode})
 		f.waitReady(t, ctx)
+		// The VIP moved to another node, so the controller's node did not hold it at one
+		// of the two checks at least.
+		if !f.checkIPv6Proof(t, ctx, vip6) && !fromAnotherNode {
+			t.Error("the IPv6 door was never proven from a node that does not hold it")
+		}
 	})
 	t.Run("crash", func(t *testing.T) {
 		f.failover(t, ctx, failoverCase{name: "leader's agent SIGKILLed", probeFor: 8 * time.Second, bound: fixed(crashBound),
@@ -121,4 +139,43 @@ func (f *frontDoor) withControllerStopped(t *testing.T, change func() error) {
 	if err != nil {
 		t.Fatalf("changing the shoot's ipFamilies and the Infrastructure: %v", err)
 	}
+}
+
+// checkIPv6Proof: the VIPHeld message says how the controller's dial, from the first node,
+// proved the IPv6 door: across the node network while another node holds the VIP, locally
+// on the holder otherwise. It returns whether another node held it.
+func (f *frontDoor) checkIPv6Proof(t *testing.T, ctx context.Context, vip6 string) (fromAnotherNode bool) {
+	t.Helper()
+	holder, err := f.cluster.Net().WaitSingleHolder(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := f.cluster.Net().Nodes()[0].Name()
+	want := fmt.Sprintf("The IPv6 door %s was reached from node %q, across the node network to the holder", hostPort(vip6), self)
+	if holder.Name() == self {
+		want = fmt.Sprintf("The IPv6 door %s was reached on node %q, which holds it, so locally only", hostPort(vip6), self)
+	}
+	var said string
+	// The controller re-reads the agents every second (AgentRefreshInterval).
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		var exp extensionsv1alpha1.SelfHostedShootExposure
+		if err := f.cl.Get(ctx, client.ObjectKeyFromObject(f.newExposure()), &exp); err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		ps, err := exposure.DecodeStatus(&exp)
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(ps.Conditions, v1alpha1.ConditionVIPHeld)
+		if c == nil {
+			return false, nil
+		}
+		said = c.Message
+		return ps.Agent != nil && ps.Agent.LeaseHolder == holder.Name() && c.Status == metav1.ConditionTrue && strings.Contains(said, want), nil
+	})
+	if err != nil {
+		t.Errorf("with %s holding the VIP, VIPHeld says %q, want it to say %q: %v", holder.Name(), said, want, err)
+	}
+	t.Logf("%s holds the VIP; VIPHeld says: %s", holder.Name(), said)
+	return holder.Name() != self
 }
