@@ -94,6 +94,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	releaseDir := filepath.Join(root, "bin", "release")
 	release := makeRelease(t, root, releaseDir)
 	requireReproducible(t, root, release)
+	pushedAsTheWorkflowDoes(t, root, release)
 
 	neutron := neutronClient(t, osEnv)
 	args := []string{"--state-dir", state, "--openstack-env", envFile, "--prefix", testPrefix,

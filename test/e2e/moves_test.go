@@ -64,8 +64,10 @@ func explainedThroughTheAPI(t *testing.T, ctx context.Context, m expectedMove, o
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Regarding.Kind == "Lease" && e.Regarding.Name == agentrollout.LeaseName && e.EventTime.After(m.since) && strings.HasSuffix(e.Note, from) {
-				taker, _ = strconv.Unquote(strings.TrimSuffix(e.Note, from))
+			// An early takeover's note goes on with the silence and the MAC last heard.
+			name, rest, found := strings.Cut(e.Note, from)
+			if e.Regarding.Kind == "Lease" && e.Regarding.Name == agentrollout.LeaseName && e.EventTime.After(m.since) && found && (rest == "" || strings.HasPrefix(rest, ": ")) {
+				taker, _ = strconv.Unquote(name)
 				note = e.Note
 			}
 		}

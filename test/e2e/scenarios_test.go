@@ -304,6 +304,106 @@ func TestEtcdLeadershipComesToTheLeader(t *testing.T) {
 	explainedThroughTheAPI(t, ctx, move, leader.Name(), `kube_vip_agent_etcd_leader{node="`+leader.Name()+`"} 1`)
 }
 
+// TestCutLeadersLink: the VIP holder's link goes down right after a renewal. Its etcd
+// member, cut off, commits no release, so the Lease stays its own until its term ends; a
+// follower that heard the VIP answer takes the Lease on the silence instead (reason early,
+// with the cut holder's MAC as the last one heard), well before that. The VIP is never on
+// two nodes, also after the link comes back.
+func TestCutLeadersLink(t *testing.T) {
+	ctx := scenarioContext(t)
+	leader := holderOffClientsNode(t, ctx)
+	move := expectMove(t, ctx, election.ReasonEarly)
+	p := probe(t, ctx, 8*time.Second)
+	sampler := cluster.Net().StartHolderSampler(ctx, netns.SamplerOptions{Interval: time.Millisecond})
+	time.Sleep(500 * time.Millisecond)
+	// Right after a renewal, so that the holder's term has most of a lease duration left:
+	// a takeover before its end can only be an early one.
+	renewed := waitRenewal(t, ctx, leader.Name())
+	if err := leader.LinkDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	up := false
+	linkUp := func(ctx context.Context) {
+		if !up {
+			up = true
+			if err := leader.LinkUp(ctx); err != nil {
+				t.Errorf("bringing %s's link up again: %v", leader.Name(), err)
+			}
+		}
+	}
+	t.Cleanup(func() { linkUp(context.WithoutCancel(ctx)) })
+	takeCtx, cancel := context.WithTimeout(ctx, defaults.LeaseDuration+time.Second)
+	defer cancel()
+	holder, err := cluster.Net().WaitSingleHolder(takeCtx, func(n *netns.Node) bool { return n != leader })
+	took := time.Since(renewed)
+	time.Sleep(time.Second)
+	linkUp(ctx)
+	checkOutage(t, "leader's link cut", p.Wait(), defaults.LeaseDuration)
+	rep := sampler.Stop()
+	if err != nil {
+		t.Fatalf("no takeover from %s after its link went down: %v; holders: %s", leader.Name(), err, changesSince(rep, renewed))
+	}
+	t.Logf("VIP on %s %s after %s's last renewal (lease %s)", holder.Name(), took.Round(time.Millisecond), leader.Name(), defaults.LeaseDuration)
+	if dual, longest := dualHolders(rep); dual > 0 {
+		t.Errorf("the VIP was on two nodes for %s (longest %s) around the cut; holders: %s", dual, longest, changesSince(rep, renewed))
+	}
+	if holders, err := cluster.Net().Holders(); err != nil || len(holders) != 1 || holders[0] != holder {
+		t.Errorf("with the link back, the VIP is on %v (%v), want %s alone", netns.Names(holders), err, holder.Name())
+	}
+	explainedThroughTheAPI(t, ctx, move, leader.Name(), "")
+	if lease, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if a, _ := election.AcquisitionOf(lease); a.LastHeardMAC != leader.MAC().String() {
+		t.Errorf("the early takeover names %q as the MAC last heard, want the cut holder's %s", a.LastHeardMAC, leader.MAC())
+	}
+	waitReady(t, ctx)
+}
+
+// holderOffClientsNode returns a settled holder on another node than the one the test's
+// client reaches the cluster through (the first that accepts): a scenario that cuts the
+// holder off must still read the cluster. A holder there hands the VIP on by its pod's
+// deletion, a graceful release.
+func holderOffClientsNode(t *testing.T, ctx context.Context) *netns.Node {
+	t.Helper()
+	for range 3 {
+		leader := deployed(t, ctx)
+		if leader != cluster.Net().Nodes()[0] {
+			return leader
+		}
+		pod := leaderPod(t, ctx, leader.Name())
+		if err := cluster.Client().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.Net().WaitSingleHolder(ctx, func(n *netns.Node) bool { return n != leader }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("the VIP stayed on %s, the node the test reads the cluster through", cluster.Net().Nodes()[0].Name())
+	return nil
+}
+
+// waitRenewal returns when the Lease's renewTime, held by holder, changes.
+func waitRenewal(t *testing.T, ctx context.Context, holder string) time.Time {
+	t.Helper()
+	var last *metav1.MicroTime
+	var renewed time.Time
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		lease, err := cluster.Client().CoordinationV1().Leases(framework.Namespace).Get(ctx, agentrollout.LeaseName, metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != holder || lease.Spec.RenewTime == nil {
+			return false, err
+		}
+		if last != nil && !lease.Spec.RenewTime.Equal(last) {
+			renewed = time.Now()
+			return true, nil
+		}
+		last = lease.Spec.RenewTime
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no renewal by %s: %v", holder, err)
+	}
+	return renewed
+}
+
 // TestKillLeaderAPIServer: the leader node's kube-apiserver is SIGKILLed; the agent's
 // health gate drops the VIP and another node takes over.
 func TestKillLeaderAPIServer(t *testing.T) {
