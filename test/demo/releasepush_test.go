@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/pem"
 	"io"
 	"log"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
+	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
 // releaseWorkflow is what the steps below read of .github/workflows/release.yaml.
@@ -75,7 +74,10 @@ func pushedAsTheWorkflowDoes(t *testing.T, root string, release *extension.Relea
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	helm := helmOnPath(ctx, t, root, dir)
+	helm := filepath.Join(dir, "bin")
+	if err := framework.BuildHelm(ctx, filepath.Join(helm, "helm")); err != nil {
+		t.Fatal(err)
+	}
 	host := strings.TrimPrefix(srv.URL, "https://")
 	const owner = "test-owner"
 	reg := host + "/" + owner
@@ -96,9 +98,7 @@ func pushedAsTheWorkflowDoes(t *testing.T, root string, release *extension.Relea
 		t.Logf("the release workflow's step %q ran against %s", step, reg)
 	}
 
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	client := srv.Client() // trusts the server's certificate
 	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,19 +110,6 @@ func pushedAsTheWorkflowDoes(t *testing.T, root string, release *extension.Relea
 		}
 	}
 	headDigest(ctx, t, client, host, owner+"/charts/gardener-extension-kube-vip", strings.TrimPrefix(tag, "v"))
-}
-
-// helmOnPath builds the helm CLI of go.mod's tool directive into dir/bin and returns that
-// directory.
-func helmOnPath(ctx context.Context, t *testing.T, root, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "bin")
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, "helm"), "helm.sh/helm/v4/cmd/helm")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building helm: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // headDigest is the digest the registry at host serves repo:tag under, as a client's

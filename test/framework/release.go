@@ -41,3 +41,18 @@ func ExtractPreviousRelease(ctx context.Context, dir string) error {
 	}
 	return nil
 }
+
+// BuildHelm builds the helm CLI of go.mod's tool directive to out, the helm the tests run
+// as a release's users and its workflow do.
+func BuildHelm(ctx context.Context, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "helm.sh/helm/v4/cmd/helm")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building helm: %w\n%s", err, out)
+	}
+	return nil
+}

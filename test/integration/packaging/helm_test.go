@@ -37,7 +37,7 @@ import (
 // either chart is left, release records included (the namespace helm created stays).
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	root := repoRoot(t)
-	helm := helmCLI(t, root)
+	helm := helmCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	previous := t.TempDir()
@@ -88,16 +88,14 @@ type helmBinary struct {
 
 // helmCLI builds the helm CLI of go.mod's tool directive into a temporary directory, with a
 // timeout of its own: a cold build compiles helm's dependencies.
-func helmCLI(t *testing.T, root string) helmBinary {
+func helmCLI(t *testing.T) helmBinary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := helmBinary{home: t.TempDir()}
 	h.path = filepath.Join(h.home, "helm")
-	build := exec.CommandContext(ctx, "go", "build", "-o", h.path, "helm.sh/helm/v4/cmd/helm")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building helm: %v\n%s", err, out)
+	if err := framework.BuildHelm(ctx, h.path); err != nil {
+		t.Fatal(err)
 	}
 	return h
 }
