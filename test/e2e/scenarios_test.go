@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,10 +260,13 @@ func TestLeaderCrashesWithItsRuntimeDown(t *testing.T) {
 	// Until the kubelet, started again, sees the container gone, the pod's status still
 	// says Ready from before the kill.
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if n.KubeletExited() {
+			return false, errors.New("the kubelet exited")
+		}
 		pod, err := ext.AgentPod(ctx, leader.Name())
 		return err == nil && restarts(pod) > before, nil
 	}); err != nil {
-		t.Fatalf("the kubelet on %s did not restart the killed agent: %v\n%s", leader.Name(), err, agentsReport(ctx))
+		t.Fatalf("the kubelet on %s did not restart the killed agent: %v\n%s\n%s", leader.Name(), err, n.RuntimeReport(), agentsReport(ctx))
 	}
 	waitReady(t, ctx)
 }

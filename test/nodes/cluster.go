@@ -483,6 +483,24 @@ func (n *Node) StartNode(ctx context.Context) error {
 	return err
 }
 
+// KubeletExited says whether the node's kubelet has ended.
+func (n *Node) KubeletExited() bool { return n.kubelet.Exited() }
+
+// RuntimeReport says whether the node's containerd and kubelet run, with the last lines of
+// each one's log: what a scenario prints when the node's runtime, started again, does not
+// do what it should.
+func (n *Node) RuntimeReport() string {
+	var b strings.Builder
+	for _, d := range []*daemon{n.containerd, n.kubelet} {
+		state := "runs"
+		if d.Exited() {
+			state = "exited"
+		}
+		fmt.Fprintf(&b, "%s on %s %s; the end of %s:\n%s\n", d.name, n.Name(), state, d.logPath, d.logTail(40))
+	}
+	return b.String()
+}
+
 func (n *Node) waitContainerd(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if n.containerd.Exited() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -79,6 +80,16 @@ func (d *daemon) Stop(grace time.Duration) error {
 	case <-time.After(5 * time.Second):
 		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", d.name, pgid)
 	}
+}
+
+// logTail is the last lines of the daemon's log, or why it cannot be read.
+func (d *daemon) logTail(lines int) string {
+	b, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // again starts the same command line once more, in the same namespace and log file.
