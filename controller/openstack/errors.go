@@ -184,6 +184,11 @@ func classify(err error, op string, lookup bool) error {
 	case resp.Actual == http.StatusForbidden && strings.Contains(e.Message, "allowed_address_pairs"):
 		code = gardencorev1beta1.ErrorInfraUnauthorized
 		e.Hint = "Neutron lets only the network's owner or an admin set allowed address pairs: put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
+	case resp.Actual == http.StatusForbidden && strings.Contains(e.Message, "fixed_ips:ip_address"):
+		// The VIP port asked for an address of its own: a vipAddress, or the recorded VIP of
+		// a lost port. The member role does not help here.
+		code = gardencorev1beta1.ErrorInfraUnauthorized
+		e.Hint = "Neutron lets only the network's owner or an admin create a port with a chosen address (a vipAddress in the providerConfig, or the recorded VIP of a lost port): put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
 	case resp.Actual == http.StatusForbidden:
 		code = gardencorev1beta1.ErrorInfraUnauthorized
 		e.Hint = "give the OpenStack user of spec.credentialsRef the member role in the project"

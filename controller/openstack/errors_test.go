@@ -38,6 +38,8 @@ func TestErrorCodesMatchGardenerRetries(t *testing.T) {
 			nonRetryable: true, code: gardencorev1beta1.ErrorConfigurationProblem},
 		{name: "pairs on a network the project does not own", err: resp(403, `{"NeutronError":{"type":"PolicyNotAuthorized","message":"(rule:update_port:allowed_address_pairs) is disallowed by policy"}}`),
 			nonRetryable: true, code: gardencorev1beta1.ErrorInfraUnauthorized, hint: "network's owner"},
+		{name: "a chosen address on a network the project does not own", err: respAt("http://x/v2.0/ports", 403, `{"NeutronError":{"type":"PolicyNotAuthorized","message":"(rule:create_port and (rule:create_port:fixed_ips and (rule:create_port:fixed_ips:ip_address and rule:create_port:fixed_ips:subnet_id))) is disallowed by policy"}}`),
+			nonRetryable: true, code: gardencorev1beta1.ErrorInfraUnauthorized, hint: "chosen address"},
 		{name: "floating pool exhausted", err: resp(400, `{"NeutronError":{"type":"ExternalIpAddressExhausted","message":"Unable to find any IP address on external network x."}}`),
 			code: gardencorev1beta1.ErrorInfraResourcesDepleted, hint: "free addresses"},
 		{name: "subnet exhausted", err: resp(409, `{"NeutronError":{"type":"IpAddressGenerationFailure","message":"No more IP addresses available on network x."}}`),

@@ -28,12 +28,54 @@ func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
 	defer cancel()
+	net, sub := sharedNetworkWithNode(t, ctx, e, "pairs")
+	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
+		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,"internalOnly":true}`, net.ID, sub.ID)}
+	}, false)
+	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
+	t.Logf("lastError: %s", last.Description)
+	if !strings.Contains(last.Description, "network's owner") {
+		t.Errorf("lastError does not explain the policy: %s", last.Description)
+	}
+}
+
+// TestNeutronPolicySharedNetworkFixedIP: Neutron lets only the network's owner or an admin
+// create a port with an address of its choice. A vipAddress on a shared network of another
+// project is refused with 403 before any pair is set; the exposure reports that with
+// ERR_INFRA_UNAUTHORIZED and a message that names the address and network ownership, not
+// the project role its user already has.
+func TestNeutronPolicySharedNetworkFixedIP(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
+	defer cancel()
+	net, sub := sharedNetworkWithNode(t, ctx, e, "fixedip")
+	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
+		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,"vipAddress":"198.19.77.50","internalOnly":true}`, net.ID, sub.ID)}
+	}, false)
+	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
+	t.Logf("lastError: %s", last.Description)
+	if !strings.Contains(last.Description, "network's owner") || !strings.Contains(last.Description, "vipAddress") {
+		t.Errorf("lastError does not explain the policy on a chosen address: %s", last.Description)
+	}
+	if strings.Contains(last.Description, "member role") {
+		t.Errorf("lastError asks for a role that would not help: %s", last.Description)
+	}
+}
+
+// sharedNetworkWithNode creates, as admin, a shared network of another project with a
+// subnet, and a control-plane node port of the shoot's project on it (the only one: the
+// test's controller sees no other control-plane node until the test ends). name tells the
+// tests' networks apart.
+func sharedNetworkWithNode(t *testing.T, ctx context.Context, e *sharedEnv, name string) (*networks.Network, *subnets.Subnet) {
+	t.Helper()
 	admin, err := e.os.AdminNetwork(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	shared := true
-	net, err := networks.Create(ctx, admin.ServiceClient(), networks.CreateOpts{Name: fmt.Sprintf("faults-shared-%d", os.Getpid()), Shared: &shared}).Extract()
+	net, err := networks.Create(ctx, admin.ServiceClient(), networks.CreateOpts{Name: fmt.Sprintf("faults-shared-%s-%d", name, os.Getpid()), Shared: &shared}).Extract()
 	if err != nil {
 		t.Fatalf("creating a shared network as admin: %v", err)
 	}
@@ -44,21 +86,11 @@ func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = subnets.Delete(context.Background(), admin.ServiceClient(), sub.ID).ExtractErr() })
 
-	// A node port of the shoot's project on the shared network.
-	name := net.Name + "-cp"
+	node := net.Name + "-cp"
 	startController(t, e)
 	e.setControlPlane(t, ctx, false)
 	t.Cleanup(func() { e.setControlPlane(t, context.Background(), true) })
-	extraNode(t, ctx, e, name, ports.CreateOpts{NetworkID: net.ID, Name: name, DeviceOwner: "compute:nova", DeviceID: name,
+	extraNode(t, ctx, e, node, ports.CreateOpts{NetworkID: net.ID, Name: node, DeviceOwner: "compute:nova", DeviceID: node,
 		FixedIPs: []ports.IP{{SubnetID: sub.ID}}})
-
-	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
-		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
-			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,"internalOnly":true}`, net.ID, sub.ID)}
-	}, false)
-	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
-	t.Logf("lastError: %s", last.Description)
-	if !strings.Contains(last.Description, "network's owner") {
-		t.Errorf("lastError does not explain the policy: %s", last.Description)
-	}
+	return net, sub
 }
