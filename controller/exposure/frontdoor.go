@@ -140,7 +140,7 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		address = "each of " + strings.Join(hostPorts(vipAddresses(status), port), " and ")
 	}
 	if status.FrontDoorPath != v1alpha1.FrontDoorPathFloatingIP || status.FloatingIPAddress == "" {
-		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).%s", agent.LeaseHolder, address, a.ipv6Proof(status, port, agent.LeaseHolder))}
+		return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP, and %s accepts connections (the VIP only: the floating IP is not probed).%s", agent.LeaseHolder, address, a.vipProof(status, port, agent.LeaseHolder, false))}
 	}
 	// During bootstrap the controller runs in the host network of the node that holds the
 	// VIP, which answers the VIP locally: only the floating IP crosses the router, the
@@ -150,32 +150,38 @@ func (a *Actuator) probeFrontDoor(ctx context.Context, exp *extensionsv1alpha1.S
 		return frontDoorState{reason: reasonFloatingIPNotAnswering, message: fmt.Sprintf("Node %q holds the VIP and %s accepts connections, but the floating IP's %s does not: %v; check the router, the security group and the floating IP's association (on a cloud whose routers do not hairpin, set probeFloatingIP: false in the provider config).",
 			agent.LeaseHolder, address, published, err)}
 	}
-	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.%s", agent.LeaseHolder, address, published, a.ipv6Proof(status, port, agent.LeaseHolder))}
+	return frontDoorState{works: true, reason: reasonHeld, message: fmt.Sprintf("Node %q holds the VIP; %s and, through the floating IP, %s accept connections.%s", agent.LeaseHolder, address, published, a.vipProof(status, port, agent.LeaseHolder, true))}
 }
 
-// ipv6Proof says how far the dial proved a published IPv6 door, which has no floating IP
-// whose hairpin would cross the router: from another node while the controller's node does
-// not hold the VIP (the dial crossed the node network and the holder's port security, as
-// a client on that network does); otherwise from the holder itself, which answers its own
-// address without the network. Neither proves the router for clients outside. "" when no
-// IPv6 VIP is published.
-func (a *Actuator) ipv6Proof(status *v1alpha1.ExposureStatus, port, holder string) string {
-	var v6 []string
+// vipProof says how far the dial proved the published doors that no floating IP's hairpin
+// took across the router: every IPv6 VIP, and the IPv4 VIP unless its floating IP was
+// probed (an internal-only exposure, or probeFloatingIP: false). From another node while
+// the controller's node does not hold the VIP, the dial crossed the node network and the
+// holder's port security, as a client on that network does; otherwise it reached the
+// holder itself, which answers its own address without the network. Neither proves the
+// router for clients outside. "" when every door was proven through its floating IP.
+func (a *Actuator) vipProof(status *v1alpha1.ExposureStatus, port, holder string, floatingIPProbed bool) string {
+	var doors []string
+	label := "IPv6 door"
 	for _, vip := range vipAddresses(status) {
-		if addr, err := netip.ParseAddr(vip); err == nil && !addr.Unmap().Is4() {
-			v6 = append(v6, net.JoinHostPort(vip, port))
+		if addr, err := netip.ParseAddr(vip); err == nil && addr.Unmap().Is4() {
+			if floatingIPProbed {
+				continue
+			}
+			label = "VIP door"
 		}
+		doors = append(doors, net.JoinHostPort(vip, port))
 	}
-	doors := strings.Join(v6, " and ")
+	door := label + " " + strings.Join(doors, " and ")
 	switch {
-	case len(v6) == 0:
+	case len(doors) == 0:
 		return ""
 	case a.opts.NodeName != "" && a.opts.NodeName != holder:
-		return fmt.Sprintf(" The IPv6 door %s was reached from node %q, across the node network to the holder; the router is not proven for IPv6 clients outside.", doors, a.opts.NodeName)
+		return fmt.Sprintf(" The %s was reached from node %q, across the node network to the holder; the router is not proven for clients outside.", door, a.opts.NodeName)
 	case a.opts.NodeName != "":
-		return fmt.Sprintf(" The IPv6 door %s was reached on node %q, which holds it, so locally only: the node network, the router and the node security group are not proven for IPv6 clients outside.", doors, a.opts.NodeName)
+		return fmt.Sprintf(" The %s was reached on node %q, which holds it, so locally only: the node network, the router and the node security group are not proven for clients outside.", door, a.opts.NodeName)
 	}
-	return fmt.Sprintf(" The IPv6 door %s was reached from the controller's host only, which may be the node that holds it: the router and the node security group are not proven for IPv6 clients outside.", doors)
+	return fmt.Sprintf(" The %s was reached from the controller's host only, which may be the node that holds it: the router and the node security group are not proven for clients outside.", door)
 }
 
 // vipAddresses are the exposure's VIPs: the first fixed IP's, then the other families'.

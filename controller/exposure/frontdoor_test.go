@@ -70,34 +70,50 @@ func TestFrontDoorProvesThePublishedPath(t *testing.T) {
 		if tc.wantReason == reasonFloatingIPNotAnswering && !strings.Contains(got.message, "probeFloatingIP: false") {
 			t.Errorf("%s: message %q does not name the opt-out", tc.name, got.message)
 		}
-		// A published IPv6 VIP is reached from the controller's host only, and Succeeded says so.
-		if noted := strings.Contains(got.message, "IPv6 door [2001:2:0:10::64]:443 was reached from the controller's host only"); got.works && noted != (tc.otherVIP == vip6) {
-			t.Errorf("%s: message %q, want the IPv6 door's local-only note %v", tc.name, got.message, tc.otherVIP == vip6)
+		// A VIP published without a probed floating IP (IPv6, or the IPv4 VIP of the VIP
+		// path) is reached from the controller's host only, and Succeeded says so.
+		if got.works {
+			var want []string
+			if tc.path == v1alpha1.FrontDoorPathVIP {
+				want = append(want, vip+":443")
+			}
+			if tc.otherVIP == vip6 {
+				want = append(want, "[2001:2:0:10::64]:443")
+			}
+			if noted := strings.Contains(got.message, " "+strings.Join(want, " and ")+" was reached from the controller's host only"); noted != (len(want) > 0) {
+				t.Errorf("%s: message %q, want the local-only note for %v", tc.name, got.message, want)
+			}
 		}
 	}
 }
 
-// TestIPv6DoorProof: the VIPHeld message says how far the controller's dial proved a
-// published IPv6 door: across the node network from another node, or locally on the node
-// that holds it, or from a host the controller does not know.
-func TestIPv6DoorProof(t *testing.T) {
-	const door = "[2001:2:0:10::64]:443"
-	status := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100", OtherVIPs: []v1alpha1.FamilyVIP{{Address: "2001:2:0:10::64"}}}
+// TestVIPDoorProof: the VIPHeld message says how far the controller's dial proved a door
+// published without a probed floating IP (an IPv6 VIP, an internal-only VIP): across the
+// node network from another node, or locally on the node that holds it, or from a host the
+// controller does not know.
+func TestVIPDoorProof(t *testing.T) {
+	const v4, v6 = "198.18.0.100:443", "[2001:2:0:10::64]:443"
+	dual := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100", OtherVIPs: []v1alpha1.FamilyVIP{{Address: "2001:2:0:10::64"}}}
+	ipv4 := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100"}
 	for _, tc := range []struct {
-		name, self, holder, want string
+		name, self, holder string
+		status             *v1alpha1.ExposureStatus
+		floatingIPProbed   bool
+		want               string
 	}{
-		{"another node holds it", "cp-1", "cp-0", `The IPv6 door ` + door + ` was reached from node "cp-1", across the node network to the holder;`},
-		{"the controller's node holds it", "cp-0", "cp-0", `The IPv6 door ` + door + ` was reached on node "cp-0", which holds it, so locally only:`},
-		{"the controller's node is unknown", "", "cp-0", `The IPv6 door ` + door + ` was reached from the controller's host only`},
+		{"IPv6, another node holds it", "cp-1", "cp-0", dual, true, `The IPv6 door ` + v6 + ` was reached from node "cp-1", across the node network to the holder;`},
+		{"IPv6, the controller's node holds it", "cp-0", "cp-0", dual, true, `The IPv6 door ` + v6 + ` was reached on node "cp-0", which holds it, so locally only:`},
+		{"IPv6, the controller's node is unknown", "", "cp-0", dual, true, `The IPv6 door ` + v6 + ` was reached from the controller's host only`},
+		{"internal-only IPv4, another node holds it", "cp-1", "cp-0", ipv4, false, `The VIP door ` + v4 + ` was reached from node "cp-1", across the node network to the holder;`},
+		{"internal-only IPv4, the controller's node holds it", "cp-0", "cp-0", ipv4, false, `The VIP door ` + v4 + ` was reached on node "cp-0", which holds it, so locally only:`},
+		{"internal-only dual stack, unknown node", "", "cp-0", dual, false, `The VIP door ` + v4 + ` and ` + v6 + ` was reached from the controller's host only`},
+		{"IPv4 through its floating IP", "cp-1", "cp-0", ipv4, true, ""},
 	} {
 		a := &Actuator{opts: ActuatorOptions{NodeName: tc.self}}
-		if got := a.ipv6Proof(status, "443", tc.holder); !strings.Contains(got, tc.want) {
+		got := a.vipProof(tc.status, "443", tc.holder, tc.floatingIPProbed)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want it to say %q", tc.name, got, tc.want)
 		}
-	}
-	v4 := &v1alpha1.ExposureStatus{VIPAddress: "198.18.0.100"}
-	if got := (&Actuator{opts: ActuatorOptions{NodeName: "cp-1"}}).ipv6Proof(v4, "443", "cp-0"); got != "" {
-		t.Errorf("an IPv4-only exposure: %q, want no IPv6 note", got)
 	}
 }
 

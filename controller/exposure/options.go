@@ -60,10 +60,11 @@ type ActuatorOptions struct {
 	// AgentRefreshInterval, see DefaultAgentRefreshInterval.
 	AgentRefreshInterval time.Duration
 	// NodeName is the node the controller runs on (the downward API's spec.nodeName). A
-	// published IPv6 door has no floating IP whose hairpin crosses the router; while
-	// another node holds the VIP, the controller's dial crosses the node network and the
-	// holder's port, and the VIPHeld message says so. Empty: unknown, and the message
-	// says that the IPv6 door was reached from the controller's host only.
+	// door published without a floating IP whose hairpin crosses the router (an IPv6 VIP,
+	// an internal-only VIP) is proven by the dial to the VIP alone; while another node
+	// holds the VIP, that dial crosses the node network and the holder's port, and the
+	// VIPHeld message says so. Empty: unknown, and the message says that the door was
+	// reached from the controller's host only.
 	NodeName string
 	// Dial opens the TCP connection of FrontDoorTCP. Default: a net.Dialer in the
 	// controller's network namespace.

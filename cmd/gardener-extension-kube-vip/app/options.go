@@ -89,7 +89,7 @@ func (o *ExtensionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeVIPImage, KubeVIPImageFlag, "", "Default image of upstream kube-vip, for exposures with agent.implementation kube-vip that set no agent.image (default: the image vector's "+charts.ImageNameKubeVip+" image).")
 	fs.DurationVar(&o.VerifyInterval, VerifyIntervalFlag, DefaultVerifyInterval, "A healthy exposure is requeued after this and reads its OpenStack resources back, repairing drift (at most three reads and no write when nothing drifted). gardener.cloud/operation=reconcile on an unchanged exposure verifies at once.")
 	fs.StringVar(&o.FrontDoorProbe, FrontDoorProbeFlag, string(exposure.FrontDoorTCP), "How the front door is checked before an exposure reports Succeeded: tcp (a ready agent holds the Lease and the VIP accepts a TCP connection on spec.port from the controller), lease (the Lease only, for a controller that cannot reach the node network), or off (not checked; only for tests of the controller that run no agent).")
-	fs.StringVar(&o.NodeName, NodeNameFlag, "", "The node this controller runs on. With it, the status says whether a published IPv6 door, which has no floating IP, was reached across the node network or only on the node that holds it.")
+	fs.StringVar(&o.NodeName, NodeNameFlag, "", "The node this controller runs on. With it, the status says whether a door published without a floating IP (an IPv6 or internal-only VIP) was reached across the node network or only on the node that holds it.")
 }
 
 // Complete implements controllercmd.Completer.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -267,6 +268,43 @@ func watchWaiting(ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.Sel
 		cancel()
 		wg.Wait()
 		return sawError, sawIngres
+	}
+}
+
+// TestInternalOnlyDoorSaysHowFarItWasProven: an internal-only exposure publishes its VIP,
+// which no floating IP's hairpin proves; the controller, whose node is unknown here, dials
+// it across a real LAN and Succeeded says that the door was reached from its host only.
+func TestInternalOnlyDoorSaysHowFarItWasProven(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lan := newFrontDoorLAN(t)
+	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
+		o.FrontDoorProbe = exposure.FrontDoorTCP
+		o.Dial = lan.h.Client().DialContext
+		o.AgentRefreshInterval = time.Second
+	}))
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 2)
+	exp := newExposure(exposureOptions{name: "internal-" + id[len(id)-8:], nodes: nodes, providerConfig: fmt.Sprintf(`{%s,"internalOnly":true}`, exposureConfigHead)})
+	create(t, ctx, e, exp, id)
+	// OpenStack done and the agents deployed, none of them running yet.
+	cur := waitFor(t, ctx, e, exp, "OpenStack verified, waiting for the agents", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		c := meta.FindStatusCondition(providerStatus(t, x).Conditions, v1alpha1.ConditionVIPHeld)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NoHolder"
+	})
+	vip := providerStatus(t, cur).VIPAddress
+	player := &agentPlayer{t: t, e: e}
+	t.Cleanup(player.cleanup)
+	player.runPods(ctx, nodes[0].name, nodes[1].name)
+	player.lead(ctx, nodes[0].name)
+	lan.hold(t, ctx, 0, vip, exp.Spec.Port)
+	cur = waitFor(t, ctx, e, exp, "Succeeded", succeeded)
+	c := condition(t, cur, v1alpha1.ConditionVIPHeld)
+	t.Logf("VIPHeld: %s", c.Message)
+	door := net.JoinHostPort(vip, strconv.Itoa(int(exp.Spec.Port)))
+	if want := "The VIP door " + door + " was reached from the controller's host only"; !strings.Contains(c.Message, want) {
+		t.Errorf("VIPHeld message %q does not say %q", c.Message, want)
 	}
 }
 
