@@ -129,6 +129,11 @@ up() {
   openstack_up $(nodes)
   local node
   for node in $(nodes); do plug_node "$node"; done
+  # kindnet reads its node's address (HOST_IP) once, at start (kind v0.29.0,
+  # images/kindnetd/cmd/kindnetd/main.go), so each pod still takes its node for a remote one
+  # at the Docker address; started again, they see the Neutron addresses.
+  kc -n kube-system rollout restart ds/kindnet
+  kc -n kube-system rollout status ds/kindnet --timeout 180s
   install_gardener_objects
 
   # gardenadm creates Gardener's PriorityClasses on a self-hosted shoot before any extension;
@@ -262,7 +267,9 @@ plug_node() {
 
   pid="$(docker inspect -f '{{.State.Pid}}' "$node")"
   host_if="kv${port_id:0:11}"
-  if ! nsenter -t "$pid" -n ip link show "$NIC" >/dev/null 2>&1; then
+  # sudo: the runner's user is not root, and without it the NIC would never be seen, so a
+  # second `up` would fail to add it again.
+  if ! sudo nsenter -t "$pid" -n ip link show "$NIC" >/dev/null 2>&1; then
     sudo ip link add "$host_if" mtu "$mtu" type veth peer name "${host_if}c" mtu "$mtu"
     sudo ovs-vsctl --may-exist add-port "$OVS_BRIDGE" "$host_if" -- set Interface "$host_if" \
       external-ids:iface-id="$port_id" external-ids:iface-status=active external-ids:attached-mac="$mac"
@@ -312,8 +319,10 @@ install_gardener_objects() {
     crd/selfhostedshootexposures.extensions.gardener.cloud \
     crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com
 
-  local subnet_cidr
+  local subnet_cidr version
   subnet_cidr="$(jq -er '.status.providerStatus.networks.subnets[0].cidr' "$STATE/infrastructure-status.json")"
+  # The version the kind nodes run (kind's default node image), as Gardener would record it.
+  version="$(kc version -o json | jq -er '.serverVersion.gitVersion | ltrimstr("v") | split("-")[0]')"
   kc apply -f "$STATE/cloudprovider.json"
 
   kc apply -f - <<YAML
@@ -328,7 +337,7 @@ spec:
     metadata: {name: devstack}
     spec:
       type: openstack
-      kubernetes: {versions: [{version: 1.34.0}]}
+      kubernetes: {versions: [{version: ${version}}]}
       machineImages: []
       machineTypes: []
       regions: [{name: ${OS_REGION_NAME:-RegionOne}}]
@@ -346,7 +355,7 @@ spec:
     status: {technicalID: ${NAME}}
     spec:
       region: ${OS_REGION_NAME:-RegionOne}
-      kubernetes: {version: 1.34.0}
+      kubernetes: {version: ${version}}
       provider:
         type: openstack
         workers:
