@@ -133,6 +133,18 @@ func TestExposuresCreatedAtOnceGetOneFrontDoor(t *testing.T) {
 	nodes := createNodes(t, ctx, e, id, 1)
 	startController(t, e, func(s *controllerSetup) { s.workers = 5 })
 
+	won, refused := createTwins(t, ctx, e, id, nodes)
+	door := readFrontDoor(t, ctx, e, won)
+	checkOneDoor(t, ctx, e, id, won, refused)
+	deleteAndWait(t, ctx, e, refused)
+	checkFrontDoorIntact(t, ctx, e, door, "after deleting the refused exposure")
+}
+
+// createTwins creates two exposures of the cluster at the same instant, deleted at the end,
+// and waits for each one's first result; it fails the test unless one succeeded and the
+// other was refused.
+func createTwins(t *testing.T, ctx context.Context, e *sharedEnv, id string, nodes []nodeFixture) (won, refused *extensionsv1alpha1.SelfHostedShootExposure) {
+	t.Helper()
 	twins := []*extensionsv1alpha1.SelfHostedShootExposure{
 		newExposure(exposureOptions{name: id + "-a", nodes: nodes}),
 		newExposure(exposureOptions{name: id + "-b", nodes: nodes}),
@@ -155,24 +167,29 @@ func TestExposuresCreatedAtOnceGetOneFrontDoor(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-
-	var won, refused []*extensionsv1alpha1.SelfHostedShootExposure
+	var wins, refusals []*extensionsv1alpha1.SelfHostedShootExposure
 	for _, x := range twins {
 		x = waitFor(t, ctx, e, x, x.Name+"'s first result", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
 			return succeeded(x) || failedReconcile(x)
 		})
 		if succeeded(x) {
-			won = append(won, x)
+			wins = append(wins, x)
 		} else {
-			refused = append(refused, x)
+			refusals = append(refusals, x)
 		}
 	}
-	if len(won) != 1 || len(refused) != 1 {
-		t.Fatalf("%d exposures succeeded and %d failed, want one each; Neutron has %d VIP ports of the cluster", len(won), len(refused), len(taggedPorts(t, ctx, e, id)))
+	if len(wins) != 1 || len(refusals) != 1 {
+		t.Fatalf("%d exposures succeeded and %d failed, want one each; Neutron has %d VIP ports of the cluster", len(wins), len(refusals), len(taggedPorts(t, ctx, e, id)))
 	}
-	door := readFrontDoor(t, ctx, e, won[0])
-	if le := refused[0].Status.LastError; !strings.Contains(le.Description, ns+"/"+won[0].Name) || !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
-		t.Errorf("the refused exposure's lastError %q %v does not name %s/%s with %s", le.Description, le.Codes, ns, won[0].Name, gardencorev1beta1.ErrorConfigurationProblem)
+	return wins[0], refusals[0]
+}
+
+// checkOneDoor: the refused exposure names the one that won, and Neutron holds one VIP
+// port and one floating IP of the cluster.
+func checkOneDoor(t *testing.T, ctx context.Context, e *sharedEnv, id string, won, refused *extensionsv1alpha1.SelfHostedShootExposure) {
+	t.Helper()
+	if le := refused.Status.LastError; !strings.Contains(le.Description, ns+"/"+won.Name) || !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) {
+		t.Errorf("the refused exposure's lastError %q %v does not name %s/%s with %s", le.Description, le.Codes, ns, won.Name, gardencorev1beta1.ErrorConfigurationProblem)
 	}
 	if tagged := taggedPorts(t, ctx, e, id); len(tagged) != 1 {
 		t.Errorf("Neutron has %d VIP ports of the cluster, want 1", len(tagged))
@@ -180,8 +197,6 @@ func TestExposuresCreatedAtOnceGetOneFrontDoor(t *testing.T) {
 	if fips := clusterFloatingIPs(t, ctx, e, id); len(fips) != 1 {
 		t.Errorf("Neutron has %d floating IPs of the cluster (%v), want 1", len(fips), fips)
 	}
-	deleteAndWait(t, ctx, e, refused[0])
-	checkFrontDoorIntact(t, ctx, e, door, "after deleting the refused exposure")
 }
 
 // secondExposure creates a second exposure of the cluster, deleted at the end, and waits
@@ -450,18 +465,11 @@ func routedNetwork(t *testing.T, ctx context.Context, e *sharedEnv) (networkID, 
 	return nw.ID, sub.ID, cidr
 }
 
-// TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,
-// deleted) and created again, as gardenadm init does, with a new UID and no status. The
-// new object takes over the same port, floating IP and addresses; no second front door is
-// created. A second live exposure of the cluster is still refused and touches nothing, and
-// deleting the re-created object leaves nothing behind.
-func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-
+// lostFrontDoor creates an exposure of the cluster, waits until it Succeeded under a
+// controller of its own, and then loses the object: its finalizer is removed and it is
+// deleted, its status with it, while its VIP port and floating IP stay in Neutron.
+func lostFrontDoor(t *testing.T, ctx context.Context, e *sharedEnv, id string, nodes []nodeFixture) (*extensionsv1alpha1.SelfHostedShootExposure, frontDoorOf) {
+	t.Helper()
 	first := newExposure(exposureOptions{name: id, nodes: nodes})
 	create(t, ctx, e, first, id)
 	var door frontDoorOf
@@ -474,8 +482,6 @@ func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-
-	// Lost: the finalizer is removed and the object deleted, its status with it.
 	lost := first.DeepCopy()
 	patch := client.MergeFrom(lost.DeepCopy())
 	lost.Finalizers = nil
@@ -488,6 +494,48 @@ func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
 	if err := waitGone(ctx, e, lost); err != nil {
 		t.Fatal(err)
 	}
+	return first, door
+}
+
+// TestLostFrontDoorTakenOverOnce: two exposures created at the same instant for a cluster
+// whose exposure was lost, reconciled by five workers, both find the lost front door; the
+// claims run one after the other, and the second sees through the API that the first
+// has taken the door over: one adopts it, the other is refused, and deleting the refused
+// one leaves the door.
+func TestLostFrontDoorTakenOverOnce(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	_, door := lostFrontDoor(t, ctx, e, id, nodes)
+
+	startController(t, e, func(s *controllerSetup) { s.workers = 5 })
+	won, refused := createTwins(t, ctx, e, id, nodes)
+	if won.Status.Ingress[0].IP != door.fip {
+		t.Errorf("%s publishes %v, want the lost front door %s", won.Name, won.Status.Ingress, door.fip)
+	}
+	if st := providerStatus(t, won); st.PortID != door.portID {
+		t.Errorf("%s recorded the VIP port %s, want the lost one %s", won.Name, st.PortID, door.portID)
+	}
+	checkOneDoor(t, ctx, e, id, won, refused)
+	deleteAndWait(t, ctx, e, refused)
+	checkFrontDoorIntact(t, ctx, e, door, "after deleting the refused exposure")
+}
+
+// TestRecreatedExposureAdoptsItsFrontDoor: the exposure object is lost (finalizer removed,
+// deleted) and created again, as gardenadm init does, with a new UID and no status. The
+// new object takes over the same port, floating IP and addresses; no second front door is
+// created. A second live exposure of the cluster is still refused and touches nothing, and
+// deleting the re-created object leaves nothing behind.
+func TestRecreatedExposureAdoptsItsFrontDoor(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+
+	first, door := lostFrontDoor(t, ctx, e, id, nodes)
 
 	startController(t, e)
 	again := newExposure(exposureOptions{name: id, nodes: nodes})
