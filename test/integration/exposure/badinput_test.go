@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +185,94 @@ func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	restore := exhaustFloatingPool(t, ctx, e)
+
+	startController(t, e)
+	identity := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, identity, 1)
+	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
+	create(t, ctx, e, exp, identity)
+	waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraResourcesDepleted)
+	portsNow := taggedPorts(t, ctx, e, identity)
+	if len(portsNow) != 1 {
+		t.Fatalf("%d VIP ports while the pool is exhausted, want the one", len(portsNow))
+	}
+	if fips := floatingIPsOfPort(t, ctx, e, portsNow[0].ID); len(fips) != 0 {
+		t.Errorf("floating IPs %v from an exhausted pool", fips)
+	}
+
+	restore()
+	final := triggerReconcile(t, ctx, e, exp, nil)()
+	if len(final.Status.Ingress) != 1 {
+		t.Errorf("after addresses were freed: ingress %v, want the floating IP", final.Status.Ingress)
+	}
+	if after := taggedPorts(t, ctx, e, identity); len(after) != 1 || after[0].ID != portsNow[0].ID {
+		t.Errorf("the VIP port was not kept across the error: %d ports", len(after))
+	}
+}
+
+// TestNodePortAtThePairLimit: a node port that already carries as many allowed address
+// pairs as Neutron allows (max_allowed_address_pair, 10 by default) cannot take the VIP's.
+// The status says so in one sentence with ERR_CONFIGURATION_PROBLEM and names the limit,
+// not the providerConfig; once the user frees a pair, the next reconciliation succeeds.
+func TestNodePortAtThePairLimit(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	setPairs(t, ctx, e, nodes[0].port, 10)
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, exp, id)
+	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
+	le := got.Status.LastError
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) || !strings.Contains(le.Description, "max_allowed_address_pair") {
+		t.Errorf("lastError %q %v, want %s naming max_allowed_address_pair", le.Description, le.Codes, gardencorev1beta1.ErrorConfigurationProblem)
+	}
+	oneSentence(t, le.Description)
+
+	setPairs(t, ctx, e, nodes[0].port, 9)
+	triggerReconcile(t, ctx, e, exp, nil)()
+}
+
+// TestTwoProblemsAtOnceShowEveryCode: the floating pool has no free address and the node
+// port is at the pair limit, so the floating IP and the pairs, made side by side, fail
+// together. lastError carries both codes, so that Gardener sees the configuration problem
+// (which stops its retries) behind the depleted pool (which does not).
+func TestTwoProblemsAtOnceShowEveryCode(t *testing.T) {
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exhaustFloatingPool(t, ctx, e)
+	id := useIdentity(t, ctx, e)
+	nodes := createNodes(t, ctx, e, id, 1)
+	setPairs(t, ctx, e, nodes[0].port, 10)
+	startController(t, e)
+
+	exp := newExposure(exposureOptions{name: id, nodes: nodes})
+	create(t, ctx, e, exp, id)
+	want := []gardencorev1beta1.ErrorCode{gardencorev1beta1.ErrorInfraResourcesDepleted, gardencorev1beta1.ErrorConfigurationProblem}
+	var le *gardencorev1beta1.LastError
+	waitFor(t, ctx, e, exp, "lastError with both codes", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool {
+		le = x.Status.LastError
+		return le != nil && strings.Contains(le.Description, "max_allowed_address_pair") && strings.Contains(le.Description, "free addresses")
+	})
+	t.Logf("lastError: %s %v", le.Description, le.Codes)
+	for _, code := range want {
+		if !slices.Contains(le.Codes, code) {
+			t.Errorf("lastError codes %v, want %s among them", le.Codes, code)
+		}
+	}
+}
+
+// exhaustFloatingPool shrinks the floating pool's IPv4 subnet to the router's own gateway
+// address, so that no floating IP can be allocated, until the returned restore (also the
+// test's cleanup) gives the subnet its allocation pools back.
+func exhaustFloatingPool(t *testing.T, ctx context.Context, e *sharedEnv) (restore func()) {
+	t.Helper()
 	admin := adminNetwork(t, ctx, e)
 	// floating IPs come from the IPv4 subnet (the external network's IPv6 subnet is routed)
 	pages, err := subnets.List(admin.ServiceClient(), subnets.ListOpts{NetworkID: e.os.ExternalNetworkID, IPVersion: 4}).AllPages(ctx)
@@ -214,78 +303,29 @@ func TestExternalNetworkWithoutFreeAddresses(t *testing.T) {
 	if err := setPools([]subnets.AllocationPool{{Start: gateway, End: gateway}}); err != nil {
 		t.Fatalf("shrinking the floating pool: %v", err)
 	}
-	restored := false
-	t.Cleanup(func() {
-		if !restored {
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
 			if err := setPools(external[0].AllocationPools); err != nil {
 				t.Errorf("restoring the floating pool's allocation pools: %v", err)
 			}
-		}
-	})
-
-	startController(t, e)
-	identity := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, identity, 1)
-	exp := newExposure(exposureOptions{name: identity, nodes: nodes})
-	create(t, ctx, e, exp, identity)
-	waitForError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraResourcesDepleted)
-	portsNow := taggedPorts(t, ctx, e, identity)
-	if len(portsNow) != 1 {
-		t.Fatalf("%d VIP ports while the pool is exhausted, want the one", len(portsNow))
+		})
 	}
-	if fips := floatingIPsOfPort(t, ctx, e, portsNow[0].ID); len(fips) != 0 {
-		t.Errorf("floating IPs %v from an exhausted pool", fips)
-	}
-
-	if err := setPools(external[0].AllocationPools); err != nil {
-		t.Fatalf("restoring the floating pool: %v", err)
-	}
-	restored = true
-	final := triggerReconcile(t, ctx, e, exp, nil)()
-	if len(final.Status.Ingress) != 1 {
-		t.Errorf("after addresses were freed: ingress %v, want the floating IP", final.Status.Ingress)
-	}
-	if after := taggedPorts(t, ctx, e, identity); len(after) != 1 || after[0].ID != portsNow[0].ID {
-		t.Errorf("the VIP port was not kept across the error: %d ports", len(after))
-	}
+	t.Cleanup(restore)
+	return restore
 }
 
-// TestNodePortAtThePairLimit: a node port that already carries as many allowed address
-// pairs as Neutron allows (max_allowed_address_pair, 10 by default) cannot take the VIP's.
-// The status says so in one sentence with ERR_CONFIGURATION_PROBLEM and names the limit,
-// not the providerConfig; once the user frees a pair, the next reconciliation succeeds.
-func TestNodePortAtThePairLimit(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	id := useIdentity(t, ctx, e)
-	nodes := createNodes(t, ctx, e, id, 1)
-	setPairs := func(n int) {
-		t.Helper()
-		var pairs []ports.AddressPair
-		for _, ip := range ownPairs {
-			pairs = append(pairs, ports.AddressPair{IPAddress: ip})
-		}
-		for i := range n - len(ownPairs) {
-			pairs = append(pairs, ports.AddressPair{IPAddress: fmt.Sprintf("10.251.0.%d/32", i+1)})
-		}
-		if _, err := ports.Update(ctx, e.neutron.ServiceClient(), nodes[0].port, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
-			t.Fatalf("giving the node port %d pairs: %v", n, err)
-		}
+// setPairs gives the node port n allowed address pairs: the node's own, then made-up ones.
+func setPairs(t *testing.T, ctx context.Context, e *sharedEnv, port string, n int) {
+	t.Helper()
+	var pairs []ports.AddressPair
+	for _, ip := range ownPairs {
+		pairs = append(pairs, ports.AddressPair{IPAddress: ip})
 	}
-	setPairs(10)
-	startController(t, e)
-
-	exp := newExposure(exposureOptions{name: id, nodes: nodes})
-	create(t, ctx, e, exp, id)
-	got := waitFor(t, ctx, e, exp, "lastError", func(x *extensionsv1alpha1.SelfHostedShootExposure) bool { return x.Status.LastError != nil })
-	le := got.Status.LastError
-	t.Logf("lastError: %s %v", le.Description, le.Codes)
-	if !slices.Contains(le.Codes, gardencorev1beta1.ErrorConfigurationProblem) || !strings.Contains(le.Description, "max_allowed_address_pair") {
-		t.Errorf("lastError %q %v, want %s naming max_allowed_address_pair", le.Description, le.Codes, gardencorev1beta1.ErrorConfigurationProblem)
+	for i := range n - len(ownPairs) {
+		pairs = append(pairs, ports.AddressPair{IPAddress: fmt.Sprintf("10.251.0.%d/32", i+1)})
 	}
-	oneSentence(t, le.Description)
-
-	setPairs(9)
-	triggerReconcile(t, ctx, e, exp, nil)()
+	if _, err := ports.Update(ctx, e.neutron.ServiceClient(), port, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
+		t.Fatalf("giving the node port %d pairs: %v", n, err)
+	}
 }
