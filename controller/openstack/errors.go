@@ -140,6 +140,10 @@ func ClassifyLookup(err error, op string) error {
 	return classify(err, op, true)
 }
 
+// ownNetworkHint is the way out of the policies that Neutron grants the network's owner
+// alone.
+const ownNetworkHint = "put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
+
 func classify(err error, op string, lookup bool) error {
 	if err == nil {
 		return nil
@@ -183,12 +187,12 @@ func classify(err error, op string, lookup bool) error {
 		e.Hint = "fix the credentials in the Secret of spec.credentialsRef (user and password or application credential, domain, project)"
 	case resp.Actual == http.StatusForbidden && strings.Contains(e.Message, "allowed_address_pairs"):
 		code = gardencorev1beta1.ErrorInfraUnauthorized
-		e.Hint = "Neutron lets only the network's owner or an admin set allowed address pairs: put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
+		e.Hint = "Neutron lets only the network's owner or an admin set allowed address pairs: " + ownNetworkHint
 	case resp.Actual == http.StatusForbidden && strings.Contains(e.Message, "fixed_ips:ip_address"):
 		// The VIP port asked for an address of its own: a vipAddress, or the recorded VIP of
 		// a lost port. The member role does not help here.
 		code = gardencorev1beta1.ErrorInfraUnauthorized
-		e.Hint = "Neutron lets only the network's owner or an admin create a port with a chosen address (a vipAddress in the providerConfig, or the recorded VIP of a lost port): put the control-plane nodes in a network of the shoot's own project, not a shared or provider network (see docs/openstack-prerequisites.md)"
+		e.Hint = "Neutron lets only the network's owner or an admin create a port with a chosen address (a vipAddress in the providerConfig, or the recorded VIP of a lost port): " + ownNetworkHint
 	case resp.Actual == http.StatusForbidden:
 		code = gardencorev1beta1.ErrorInfraUnauthorized
 		e.Hint = "give the OpenStack user of spec.credentialsRef the member role in the project"

@@ -129,9 +129,9 @@ up() {
   openstack_up $(nodes)
   local node
   for node in $(nodes); do plug_node "$node"; done
-  # kindnet reads its node's address (HOST_IP) once, at start (kind v0.29.0,
-  # images/kindnetd/cmd/kindnetd/main.go), so each pod still takes its node for a remote one
-  # at the Docker address; started again, they see the Neutron addresses.
+  # kindnet reads its own node's address (HOST_IP) once, at start (kind v0.29.0,
+  # images/kindnetd/cmd/kindnetd/main.go): a running one would now take its own node, at its
+  # Neutron address, for a remote one. Started again, each reads the new address.
   kc -n kube-system rollout restart ds/kindnet
   kc -n kube-system rollout status ds/kindnet --timeout 180s
   install_gardener_objects
