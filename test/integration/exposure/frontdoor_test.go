@@ -60,6 +60,20 @@ func newFrontDoorLAN(t *testing.T) *frontDoorLAN {
 	return &frontDoorLAN{h: netns.NewForTest(t, netns.Options{Prefix: "kvf-", Nodes: 2, Subnet: netip.MustParsePrefix("198.18.0.0/15")}), stops: map[string]func(){}}
 }
 
+// startProbingController starts the controller with the TCP front-door probe, which dials
+// from the LAN's client, and the agents read every second; tweak (may be nil) sets more.
+func (l *frontDoorLAN) startProbingController(t *testing.T, e *sharedEnv, tweak func(*exposure.ActuatorOptions)) {
+	t.Helper()
+	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
+		o.FrontDoorProbe = exposure.FrontDoorTCP
+		o.Dial = l.h.Client().DialContext
+		o.AgentRefreshInterval = time.Second
+		if tweak != nil {
+			tweak(o)
+		}
+	}))
+}
+
 // hold puts the VIP on node i of the LAN and accepts TCP connections on VIP:port there.
 func (l *frontDoorLAN) hold(t *testing.T, ctx context.Context, i int, vip string, port int32) {
 	t.Helper()
@@ -279,11 +293,7 @@ func TestInternalOnlyDoorSaysHowFarItWasProven(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lan := newFrontDoorLAN(t)
-	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
-		o.FrontDoorProbe = exposure.FrontDoorTCP
-		o.Dial = lan.h.Client().DialContext
-		o.AgentRefreshInterval = time.Second
-	}))
+	lan.startProbingController(t, e, nil)
 	id := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, id, 2)
 	exp := newExposure(exposureOptions{name: "internal-" + id[len(id)-8:], nodes: nodes, providerConfig: fmt.Sprintf(`{%s,"internalOnly":true}`, exposureConfigHead)})
@@ -317,12 +327,7 @@ func TestSucceededOnlyOnceTheFrontDoorWorks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	lan := newFrontDoorLAN(t)
-	startController(t, e, actuatorOptions(func(o *exposure.ActuatorOptions) {
-		o.FrontDoorProbe = exposure.FrontDoorTCP
-		o.Dial = lan.h.Client().DialContext
-		o.FrontDoorWait = 2 * time.Minute
-		o.AgentRefreshInterval = time.Second
-	}))
+	lan.startProbingController(t, e, func(o *exposure.ActuatorOptions) { o.FrontDoorWait = 2 * time.Minute })
 	id := useIdentity(t, ctx, e)
 	nodes := createNodes(t, ctx, e, id, 2)
 	exp := newExposure(exposureOptions{name: "frontdoor-" + id[len(id)-8:], nodes: nodes})

@@ -25,16 +25,7 @@ import (
 // with 403; the exposure reports that with ERR_INFRA_UNAUTHORIZED and a message that names
 // network ownership, and its deletion leaves nothing behind.
 func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	net, sub := sharedNetworkWithNode(t, ctx, e, "pairs")
-	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
-		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
-			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,"internalOnly":true}`, net.ID, sub.ID)}
-	}, false)
-	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
-	t.Logf("lastError: %s", last.Description)
+	last := refusedOnSharedNetwork(t, "pairs", "")
 	if !strings.Contains(last.Description, "network's owner") {
 		t.Errorf("lastError does not explain the policy: %s", last.Description)
 	}
@@ -46,22 +37,31 @@ func TestNeutronPolicySharedNetworkPairs(t *testing.T) {
 // ERR_INFRA_UNAUTHORIZED and a message that names the address and network ownership, not
 // the project role its user already has.
 func TestNeutronPolicySharedNetworkFixedIP(t *testing.T) {
-	e := env(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
-	defer cancel()
-	net, sub := sharedNetworkWithNode(t, ctx, e, "fixedip")
-	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
-		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
-			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,"vipAddress":"198.19.77.50","internalOnly":true}`, net.ID, sub.ID)}
-	}, false)
-	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
-	t.Logf("lastError: %s", last.Description)
+	last := refusedOnSharedNetwork(t, "fixedip", `"vipAddress":"198.19.77.50",`)
 	if !strings.Contains(last.Description, "network's owner") || !strings.Contains(last.Description, "vipAddress") {
 		t.Errorf("lastError does not explain the policy on a chosen address: %s", last.Description)
 	}
 	if strings.Contains(last.Description, "member role") {
 		t.Errorf("lastError asks for a role that would not help: %s", last.Description)
 	}
+}
+
+// refusedOnSharedNetwork creates an internal-only exposure on a shared network of another
+// project (sharedNetworkWithNode; fields are more providerConfig fields, each ending in a
+// comma) and returns its lastError once it carries ERR_INFRA_UNAUTHORIZED.
+func refusedOnSharedNetwork(t *testing.T, name, fields string) *gardencorev1beta1.LastError {
+	t.Helper()
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*converge)
+	defer cancel()
+	net, sub := sharedNetworkWithNode(t, ctx, e, name)
+	exp, _ := createExposure(t, ctx, e, func(exp *extensionsv1alpha1.SelfHostedShootExposure) {
+		exp.Spec.ProviderConfig = &runtime.RawExtension{Raw: fmt.Appendf(nil,
+			`{"apiVersion":"kube-vip.extensions.gardener.cloud/v1alpha1","kind":"ExposureConfig","networkID":%q,"subnetID":%q,%s"internalOnly":true}`, net.ID, sub.ID, fields)}
+	}, false)
+	last := waitLastError(t, ctx, e, exp, gardencorev1beta1.ErrorInfraUnauthorized)
+	t.Logf("lastError: %s", last.Description)
+	return last
 }
 
 // sharedNetworkWithNode creates, as admin, a shared network of another project with a
