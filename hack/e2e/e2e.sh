@@ -157,8 +157,10 @@ up() {
 # v2.1 core/transfer/image/imagestore.go, SkipNamedDigest.)
 # It runs the ctr command kind's own `kind load image-archive` runs in each node
 # (pkg/cluster/nodeutils LoadImageArchive: `ctr --namespace=k8s.io images import
-# --all-platforms --digests`), plus --base-name: an OCI layout's ref.name is only the tag
-# to containerd's importer, and the base name makes it the full reference again.
+# --all-platforms --digests`), plus --base-name, which imports only names under the image's
+# repository (ref.name is the full reference, which containerd v2.1 keeps as it is:
+# core/images/archive/reference.go). Without --snapshotter, ctr uses overlayfs, as the node's
+# CRI does on the runner's ext4 disk (kind's entrypoint switches only on zfs, fuseblk or rootless).
 import_release_images() {
   local layout ref node
   for layout in "$RELEASE_DIR"/*/index.json; do
