@@ -19,13 +19,10 @@ import (
 // exposures are live, and which address the exposure reports.
 
 // exposureOwning returns namespace/name of the SelfHostedShootExposure in this cluster
-// whose UID, or recorded owner, is uid; "" when there is none. It reads through the API
-// reader: an exposure that has just taken over a lost front door recorded its owner before
-// it released the claim lock, and the cache may not show that yet to the next claimant,
-// which would take the same door over again.
+// whose UID, or recorded owner, is uid; "" when there is none.
 func (a *Actuator) exposureOwning(ctx context.Context, uid string) (string, error) {
 	list := &extensionsv1alpha1.SelfHostedShootExposureList{}
-	if err := a.reader.List(ctx, list); err != nil {
+	if err := a.client.List(ctx, list); err != nil {
 		return "", fmt.Errorf("listing the SelfHostedShootExposures: %w", err)
 	}
 	for i := range list.Items {
