@@ -191,7 +191,8 @@ func (a *Actuator) ensureOpenStack(ctx context.Context, log logr.Logger, network
 	status := old.DeepCopy()
 	status.NetworkID, status.SubnetID = cfg.NetworkID, cfg.SubnetID
 
-	svc := networking.NewService(network, networking.Options{Log: log, ExposureOwning: a.exposureOwning, Record: in.record})
+	owning := func(ctx context.Context, uid string) (string, error) { return a.exposureOwning(ctx, in.namespace, uid) }
+	svc := networking.NewService(network, networking.Options{Log: log, ExposureOwning: owning, Record: in.record})
 	door := in.frontDoor(floatingNetworkID)
 	port, created, err := a.vipPort(ctx, svc, door, status)
 	if err != nil {

@@ -18,11 +18,14 @@ import (
 // This file holds what the actuator adds to the rules of package networking: which
 // exposures are live, and which address the exposure reports.
 
-// exposureOwning returns namespace/name of the SelfHostedShootExposure in this cluster
-// whose UID, or recorded owner, is uid; "" when there is none.
-func (a *Actuator) exposureOwning(ctx context.Context, uid string) (string, error) {
+// exposureOwning returns namespace/name of the SelfHostedShootExposure in namespace whose
+// UID, or recorded owner, is uid; "" when there is none. It asks the API, not the cache:
+// an exposure that has just taken a lost front door over recorded its owner before the
+// claim lock was released, and the next claimant's cache may not show that yet. The read
+// stays in the exposure's namespace, the only one the chart's Role lets it list.
+func (a *Actuator) exposureOwning(ctx context.Context, namespace, uid string) (string, error) {
 	list := &extensionsv1alpha1.SelfHostedShootExposureList{}
-	if err := a.client.List(ctx, list); err != nil {
+	if err := a.reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return "", fmt.Errorf("listing the SelfHostedShootExposures: %w", err)
 	}
 	for i := range list.Items {

@@ -5,11 +5,16 @@
 package exposure
 
 import (
+	"context"
+	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	gardencorev1beta1 "github.com/gardener/gardener/pkg/apis/core/v1beta1"
 	extensionsv1alpha1 "github.com/gardener/gardener/pkg/apis/extensions/v1alpha1"
@@ -84,9 +89,25 @@ func TestExposureOwning(t *testing.T) {
 	taker.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"owner":"uid-lost"}`)}
 	cl := newCluster(t, nil, taker)
 	for uid, want := range map[string]string{"uid-self": "kube-system/shoot", "uid-lost": "kube-system/taker", "uid-gone": ""} {
-		got, err := cl.a.exposureOwning(t.Context(), uid)
+		got, err := cl.a.exposureOwning(t.Context(), "kube-system", uid)
 		if err != nil || got != want {
 			t.Errorf("%s: %q (%v), want %q", uid, got, err, want)
 		}
+	}
+
+	// The next claimant's cache may not show the taker's recorded owner yet: what counts is
+	// the API's answer.
+	// The API reader answers only in kube-system, as the chart's Role does.
+	stale := newCluster(t, nil, &extensionsv1alpha1.SelfHostedShootExposure{ObjectMeta: taker.ObjectMeta})
+	a := &Actuator{client: stale.c, reader: interceptor.NewClient(cl.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if o := (&client.ListOptions{}).ApplyOptions(opts); o.Namespace != "kube-system" {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "extensions.gardener.cloud", Resource: "selfhostedshootexposures"}, "", errors.New("the Role grants kube-system only"))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})}
+	if got, err := a.exposureOwning(t.Context(), "kube-system", "uid-lost"); err != nil || got != "kube-system/taker" {
+		t.Errorf("with a stale cache: %q (%v), want the taker the API shows", got, err)
 	}
 }
