@@ -146,12 +146,13 @@ func waitReady(t *testing.T, ctx context.Context) {
 	}
 }
 
-// leaderPod is the agent pod on the node.
+// leaderPod is the agent pod on the node. Without one, the controller's log says whether
+// it took the node's pair label away, which has the DaemonSet delete the pod.
 func leaderPod(t *testing.T, ctx context.Context, node string) *corev1.Pod {
 	t.Helper()
 	pod, err := ext.AgentPod(ctx, node)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nthe controller's log:\n%s", err, controllerLog(ctx))
 	}
 	return pod
 }
