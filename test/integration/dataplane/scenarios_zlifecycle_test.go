@@ -150,6 +150,7 @@ func TestLifecycle2JoinThenFailoverThroughJoinedNode(t *testing.T) {
 	// Changes: the first holder, then at most one handover (nobody for a moment, then the new holder).
 	if len(rep.Changes) > 3 || len(rep.Overlaps) != 0 {
 		t.Errorf("the VIP moved more than the one etcd-leader yield, or sat on two nodes, while the nodes joined: changes %+v, overlaps %+v", rep.Changes, rep.Overlaps)
+		f.logAgents(t, ctx)
 	}
 	// The yield stays (docs/architecture.md, "The VIP at the first join"). Its move is
 	// bounded only by joinRecovery: behind the router it cost 5.3-6.2 s in recorded runs,
