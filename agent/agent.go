@@ -96,11 +96,15 @@ func Run(ctx context.Context, log logr.Logger, cfg Config) error {
 		return err
 	}
 	n.etcd = etcdLeader
+	nic, err := net.InterfaceByName(iface)
+	if err != nil {
+		return fmt.Errorf("reading the MAC of %s: %w", iface, err)
+	}
 	elector, err := election.New(election.Config{
 		Leases: leases, Fallbacks: fallbacks.clients, Name: cfg.LeaseName, Identity: cfg.NodeName,
 		Timings: cfg.timings(), Clock: clk, Log: log,
 		Eligible: n.eligible, MayKeep: n.mayKeep, Yield: n.yield, HoldThroughStall: n.holdThroughStall,
-		VIPAnswered: set.answered, VIPSilence: set.silence,
+		VIPAnswered: set.answered, VIPSilence: set.silence, MAC: nic.HardwareAddr.String(),
 		Callbacks: election.Callbacks{
 			OnLeading:        n.onLeading,
 			OnRenewing:       n.onRenewing,

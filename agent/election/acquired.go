@@ -47,6 +47,9 @@ type Acquisition struct {
 	At             time.Time `json:"at"`
 	SilenceMillis  int64     `json:"silenceMs,omitempty"`
 	LastHeardMAC   string    `json:"lastHeardMAC,omitempty"`
+	// HolderMAC is the MAC of the holder's NIC: followers count only its answers as a sign
+	// of life (view.earlyAt).
+	HolderMAC string `json:"holderMAC,omitempty"`
 }
 
 // String is the acquisition in one sentence, for the Event and the log.
@@ -96,7 +99,7 @@ func (e *Elector) acquisition(now time.Time) Acquisition {
 	expired := !now.Before(e.observedAt.Add(e.followerWait()))
 	a := Acquisition{
 		Reason: acquisitionReason(e.observed, e.cfg.Identity, e.takingEarly, expired),
-		Holder: e.cfg.Identity, PreviousHolder: holderOf(e.observed), At: now.UTC(),
+		Holder: e.cfg.Identity, PreviousHolder: holderOf(e.observed), At: now.UTC(), HolderMAC: e.cfg.MAC,
 	}
 	if a.Reason == ReasonRelease {
 		a.PreviousHolder = e.observed.Annotations[ReleasedByAnnotation]

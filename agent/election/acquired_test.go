@@ -62,7 +62,7 @@ func TestAcquisitionIsRecordedInTheLease(t *testing.T) {
 	silentSince := h.clock.Now()
 	a, recA := h.candidate(t, "node-a", tm)
 	b, recB := h.candidateWith(t, Config{Identity: "node-b", Timings: tm, Yield: func(bool) bool { return yield }})
-	c, recC := h.candidateWith(t, Config{Identity: "node-c", Timings: tm, VIPSilence: func() Silence {
+	c, recC := h.candidateWith(t, Config{Identity: "node-c", MAC: "02:00:00:00:00:0c", Timings: tm, VIPSilence: func() Silence {
 		return Silence{HeardAt: silentSince, HeardFrom: "02:00:00:00:00:0b", SilentSince: silentSince}
 	}})
 	observeAll := func() {
@@ -118,11 +118,16 @@ func TestAcquisitionIsRecordedInTheLease(t *testing.T) {
 	silentSince = h.clock.Now()
 	h.clock.Step(412 * time.Millisecond)
 	c.takeEarly(ctx)
-	recorded(Acquisition{Reason: ReasonEarly, Holder: "node-c", PreviousHolder: "node-b", SilenceMillis: 412, LastHeardMAC: "02:00:00:00:00:0b"}, recC)
+	recorded(Acquisition{Reason: ReasonEarly, Holder: "node-c", PreviousHolder: "node-b", SilenceMillis: 412, LastHeardMAC: "02:00:00:00:00:0b", HolderMAC: "02:00:00:00:00:0c"}, recC)
+	// A follower counts only answers from the MAC the holder recorded.
+	observeAll()
+	if got := a.view().holderMAC; got != "02:00:00:00:00:0c" {
+		t.Fatalf("node-a's view of node-c's MAC is %q, want the recorded 02:00:00:00:00:0c", got)
+	}
 
 	c.stopLeading("test", false) // its record stays
 	c.tryAcquireOrRenew(ctx)
-	recorded(Acquisition{Reason: ReasonOwnRecord, Holder: "node-c", PreviousHolder: "node-c"}, recC)
+	recorded(Acquisition{Reason: ReasonOwnRecord, Holder: "node-c", PreviousHolder: "node-c", HolderMAC: "02:00:00:00:00:0c"}, recC)
 }
 
 // A Lease whose holder wrote no record (upstream kube-vip), or whose record is an earlier

@@ -5,6 +5,7 @@
 package election
 
 import (
+	"strings"
 	"time"
 
 	"github.com/gardener/gardener-extension-kube-vip/agent/timing"
@@ -76,6 +77,7 @@ type view struct {
 	// holderSeenAt is when this follower first saw the current holder's name in the Lease;
 	// vip is what its prober heard of the VIP (Config.VIPSilence).
 	holderSeenAt  time.Time
+	holderMAC     string // the holder's NIC as its acquisition records it; "" unknown
 	vip           Silence
 	earlyFailedAt time.Time // when this follower's last early takeover write failed
 }
@@ -185,9 +187,11 @@ func (v view) acquirableAt(now time.Time) time.Time {
 // earlyAt is when a follower may take the Lease of a holder whose VIP fell silent, before
 // its term expires: every family of the VIP went unanswered for timing.EarlyTakeoverSilence
 // while this follower probed it, and through the confirmation burst that followed (the
-// prober then pokes the election), and it heard the VIP answer after it first saw this
-// holder's name, so that a holder whose answers never reach the followers (a fresh holder
-// in its guard, a network that filters ARP replies) is only ever taken over by expiry.
+// prober then pokes the election), and it heard the VIP answer, from the holder's own MAC
+// where its acquisition records one, after it first saw this holder's name, so that a
+// holder whose answers never reach the followers (a fresh holder in its guard, a network
+// that filters ARP replies, a port whose VIP pair Neutron has not applied yet) is only ever
+// taken over by expiry.
 // The takeover guard of the new holder still waits while anybody answers (package timing).
 // After an early write failed, only a silence that began after the failure counts: a record
 // that arrives after it (this follower's own connection came back) is no new evidence, and
@@ -197,6 +201,12 @@ func (v view) earlyAt() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if v.vip.SilentSince.IsZero() || !v.vip.Confirmed || v.holderSeenAt.IsZero() || !v.vip.HeardAt.After(v.holderSeenAt) {
+		return time.Time{}, false
+	}
+	// The answer must be the holder's own: right after a handover the previous holder's
+	// late answer arrives too, and a new holder's answers may not get through yet (Neutron
+	// drops them until its L2 agent applies the VIP pair to the port).
+	if v.holderMAC != "" && !strings.EqualFold(v.vip.HeardFrom, v.holderMAC) {
 		return time.Time{}, false
 	}
 	return v.vip.SilentSince.Add(timing.EarlyTakeoverSilence), true

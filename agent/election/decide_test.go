@@ -125,6 +125,16 @@ func TestDecide(t *testing.T) {
 			follower(func(v *view) { silent(v); v.vip.HeardAt = time.Time{} }), early, idle, l},
 		{"follower that heard only the previous holder waits for the expiry",
 			follower(func(v *view) { silent(v); v.holderSeenAt = at(250 * ms) }), early, idle, l},
+		{"follower that heard the previous holder's MAC after the handover waits for the expiry",
+			follower(func(v *view) {
+				silent(v)
+				v.holderMAC, v.vip.HeardFrom = "fa:16:3e:00:00:02", "fa:16:3e:00:00:01"
+			}), early, idle, l},
+		{"follower that heard the holder's own MAC takes its silent Lease early",
+			follower(func(v *view) {
+				silent(v)
+				v.holderMAC, v.vip.HeardFrom = "fa:16:3e:00:00:02", "FA:16:3E:00:00:02"
+			}), early, takeEarly, early + retry},
 		{"follower whose VIP answers waits for the expiry",
 			follower(func(v *view) { silent(v); v.vip.SilentSince = time.Time{} }), early, idle, l},
 		{"follower whose VIP answered lately waits for a silence from then",

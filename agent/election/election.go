@@ -93,6 +93,10 @@ type Config struct {
 	// takes the Lease before its term expires (a holder whose link went down serves nobody).
 	// Nil means never early.
 	VIPSilence func() Silence
+	// MAC is this candidate's NIC, recorded in its acquisition: a follower's early takeover
+	// needs an answer from the holder's own MAC, not the previous holder's late one. Empty
+	// records none, and followers then take any answer (an older agent's record).
+	MAC string
 	// Fallbacks reach the Lease through other kube-apiservers of the cluster (the other
 	// control-plane nodes'). They are used for one thing only: to release the Lease when
 	// the write through Leases fails (the local kube-apiserver died), so that a follower
@@ -345,6 +349,9 @@ func (e *Elector) view() view {
 	}
 	if e.observed != nil {
 		v.offered = e.observed.Annotations[YieldAnnotation] == v.holder
+		if a, ok := AcquisitionOf(e.observed); ok {
+			v.holderMAC = a.HolderMAC
+		}
 	}
 	if e.leading {
 		v.mayKeep = e.cfg.MayKeep()

@@ -160,7 +160,7 @@ func (h *harness) candidate(t *testing.T, identity string, tm timing.Timings) (*
 	return h.candidateWith(t, Config{Identity: identity, Timings: tm})
 }
 
-// candidateWith is candidate with the eligibility functions of cfg (its Identity and
+// candidateWith is candidate with the eligibility functions of cfg (its Identity, MAC and
 // Timings too; the rest is the harness's).
 func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) {
 	t.Helper()
@@ -168,7 +168,7 @@ func (h *harness) candidateWith(t *testing.T, cfg Config) (*Elector, *recorded) 
 	e, err := New(Config{
 		Leases: h.leases, Name: "kube-vip-agent", Identity: cfg.Identity, Timings: cfg.Timings,
 		Eligible: cfg.Eligible, MayKeep: cfg.MayKeep, Yield: cfg.Yield, HoldThroughStall: cfg.HoldThroughStall,
-		VIPAnswered: cfg.VIPAnswered, VIPSilence: cfg.VIPSilence,
+		VIPAnswered: cfg.VIPAnswered, VIPSilence: cfg.VIPSilence, MAC: cfg.MAC,
 		Clock: h.clock, Log: logr.Discard(),
 		Callbacks: Callbacks{
 			OnLeading:        func(term timing.Term, _ bool) { rec.terms = append(rec.terms, term) },

@@ -506,7 +506,7 @@ func (w *world) start(n *simNode) {
 	a := &simAgent{w: w, node: n, run: make(chan func()), out: make(chan *simCall), healthy: !n.refused}
 	n.agent = a
 	e, err := New(Config{
-		Leases: simLeases{a}, Name: "kube-vip-agent", Identity: n.name, Timings: timing.Defaults(), Clock: w.clock, Log: logr.Discard(),
+		Leases: simLeases{a}, Name: "kube-vip-agent", Identity: n.name, MAC: n.name, Timings: timing.Defaults(), Clock: w.clock, Log: logr.Discard(),
 		Eligible: a.eligible, HoldThroughStall: a.eligible, VIPAnswered: a.answered, VIPSilence: a.silence,
 		Callbacks: Callbacks{
 			OnLeading: a.leading, OnRenewing: a.renewing, OnAcquiring: a.acquiringCB, OnAcquireFailed: a.acquireFailed,

@@ -132,6 +132,10 @@ func explained(ctx context.Context, t *testing.T, c *agent.Cluster, before moveS
 	if !ok || a.Reason != reason || a.Holder != newHolder.Name() || a.PreviousHolder != old.Name() {
 		t.Fatalf("the Lease records %+v (ok=%v), want %s taking it from %s by %s", a, ok, newHolder, old, reason)
 	}
+	// Followers count only answers from this MAC toward an early takeover.
+	if a.HolderMAC != newHolder.MAC().String() {
+		t.Errorf("the Lease records the holder's MAC as %q, want %s's NIC %s", a.HolderMAC, newHolder, newHolder.MAC())
+	}
 
 	// One Event for the move, naming the same story.
 	var events []eventsv1.Event
