@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubectl/pkg/util/podutils"
 )
@@ -53,14 +54,14 @@ func (c *Cluster) WaitDaemonSetReady(ctx context.Context, namespace, name string
 // unsettledPods describes the DaemonSet's pods unless each of want nodes runs one Ready
 // pod that is not being deleted; it is empty when they do.
 func (c *Cluster) unsettledPods(ctx context.Context, pods []corev1.Pod, want int) string {
-	onNode := map[string]int{}
+	nodes := sets.New[string]()
 	settled := true
 	for i := range pods {
 		p := &pods[i]
-		onNode[p.Spec.NodeName]++
+		nodes.Insert(p.Spec.NodeName)
 		settled = settled && p.DeletionTimestamp == nil && podutils.IsPodReady(p)
 	}
-	if settled && len(onNode) == want && len(pods) == want {
+	if settled && nodes.Len() == want && len(pods) == want {
 		return ""
 	}
 	return c.describePods(ctx, pods)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
@@ -186,11 +186,6 @@ func waitPodReady(ctx context.Context, c *nodes.Cluster, node string) error {
 		if err != nil {
 			return false, nil //nolint:nilerr // not there yet
 		}
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return podutils.IsPodReady(pod), nil
 	})
 }
