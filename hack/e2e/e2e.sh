@@ -90,8 +90,9 @@ need() { for c in "$@"; do command -v "$c" >/dev/null || die "$c is required"; d
 
 # nodes prints the cluster's node containers, all control-plane (it has no workers). Not
 # `kind get nodes`: that also lists the external load balancer (haproxy, no ctr, no kubelet)
-# that kind puts in front of several control-plane nodes (kind v0.29.0
-# pkg/cluster/nodeutils/roles.go); the labels are kind's docker provider's
+# that kind puts in front of several control-plane nodes (kind v0.29.0: created in
+# pkg/cluster/internal/providers/docker/provision.go, listed by pkg/cmd/kind/get/nodes, whose
+# provider filters on the cluster label alone); the labels are kind's docker provider's
 # (pkg/cluster/internal/providers/docker/constants.go).
 nodes() {
   docker ps -a --filter "label=io.x-k8s.kind.cluster=$NAME" --filter "label=io.x-k8s.kind.role=control-plane" \
@@ -120,6 +121,9 @@ up() {
     kind create cluster --name "$NAME" --config "$STATE/kind.yaml" --kubeconfig "$KUBECONFIG_FILE" --wait 180s
   fi
   [[ "$(nodes | wc -l)" == "$NODES" ]] || die "kind cluster ${NAME} has control-plane nodes $(nodes | xargs), want ${NODES}"
+  # kind's --wait only logs a warning when the nodes are not Ready in time
+  # (pkg/cluster/internal/create/actions/waitforready).
+  kc wait --for=condition=Ready node --all --timeout 180s
 
   log "release artifacts (make release-artifacts) into every node's containerd"
   make -C "$REPO_ROOT" --no-print-directory release-artifacts
@@ -157,10 +161,12 @@ up() {
 # v2.1 core/transfer/image/imagestore.go, SkipNamedDigest.)
 # It runs the ctr command kind's own `kind load image-archive` runs in each node
 # (pkg/cluster/nodeutils LoadImageArchive: `ctr --namespace=k8s.io images import
-# --all-platforms --digests`), plus --base-name, which imports only names under the image's
-# repository (ref.name is the full reference, which containerd v2.1 keeps as it is:
-# core/images/archive/reference.go). Without --snapshotter, ctr uses overlayfs, as the node's
-# CRI does on the runner's ext4 disk (kind's entrypoint switches only on zfs, fuseblk or rootless).
+# --all-platforms --digests --snapshotter=<the CRI's>`), plus --base-name, which imports only
+# names under the image's repository (ref.name is the full reference, which containerd v2.1
+# keeps as it is: core/images/archive/reference.go). Without --snapshotter, ctr uses the
+# transfer service's default, overlayfs, as the node's CRI does on the runner's ext4 disk
+# (kind's entrypoint switches only on zfs, fuseblk, rootless or a host
+# KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER, which the workflow does not set).
 import_release_images() {
   local layout ref node
   for layout in "$RELEASE_DIR"/*/index.json; do
@@ -510,7 +516,7 @@ down() {
       log "exposure deletion did not finish; sweeping the Neutron resources tagged by the extension"
     helm uninstall kube-vip --kubeconfig "$KUBECONFIG_FILE" --namespace "$RELEASE_NAMESPACE" --wait || true
   fi
-  kind delete cluster --name "$NAME" || true
+  kind delete cluster --name "$NAME" --kubeconfig "$KUBECONFIG_FILE" || true
   if [[ -f "$STATE/node-ports" ]]; then
     while read -r node port_id _; do
       host_if="kv${port_id:0:11}"
