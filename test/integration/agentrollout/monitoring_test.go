@@ -26,7 +26,8 @@ import (
 // TestMonitoringObjects: without the prometheus-operator CRDs Deploy writes only the
 // metrics Service; with them (Gardener's copies of the CRDs, as its seeds install them)
 // also the ServiceMonitor and the PrometheusRule with the two-holder alert, labelled for
-// Gardener's shoot Prometheus; Delete and a switch to upstream kube-vip remove them all.
+// Gardener's shoot Prometheus; Delete, ForceDelete and a switch to upstream kube-vip remove
+// them all.
 // Its own kube-apiserver: installing CRDs would change the shared one for other tests.
 func TestMonitoringObjects(t *testing.T) {
 	ctx := t.Context()
@@ -121,6 +122,20 @@ func TestMonitoringObjects(t *testing.T) {
 	}
 	if gone, err := d.Delete(ctx, ns); err != nil || !gone {
 		t.Fatalf("Delete: gone=%v err=%v", gone, err)
+	}
+	assertMonitoringGone(t, c, ns, get)
+
+	// ForceDelete removes them at once, although an agent pod is still bound to its node.
+	if err := d.Deploy(ctx, spec); err != nil {
+		t.Fatalf("Deploy kube-vip-agent a third time: %v", err)
+	}
+	bound := agentPod(ns)
+	bound.Spec.NodeName = "cp-unreachable"
+	if err := c.Create(ctx, bound); err != nil {
+		t.Fatalf("creating a bound agent pod: %v", err)
+	}
+	if err := d.ForceDelete(ctx, ns); err != nil {
+		t.Fatalf("ForceDelete: %v", err)
 	}
 	assertMonitoringGone(t, c, ns, get)
 }

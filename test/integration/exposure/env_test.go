@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -22,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -92,6 +95,9 @@ type controllerSetup struct {
 	// workers is the exposure controller's MaxConcurrentReconciles: one unless a test
 	// races reconciliations (production runs five).
 	workers int
+	// exposureWatchLag delays each SelfHostedShootExposure watch event of the controller's
+	// cache by this much: a cache behind the API server, as on a busy one. Zero: no lag.
+	exposureWatchLag time.Duration
 }
 
 // actuatorOptions changes the actuator's options.
@@ -106,7 +112,6 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*controllerSetu
 	t.Helper()
 	metrics := openstack.NewMetrics(prometheus.NewRegistry())
 	clock := clocktesting.NewFakeClock(time.Now())
-	mgr := newManager(t, e)
 	setup := controllerSetup{workers: 1, actuator: exposure.ActuatorOptions{
 		ClientFactory:  openstack.NewClientFactory(openstack.FactoryOptions{Metrics: metrics}),
 		AgentImage:     "example.org/kube-vip-agent:test",
@@ -119,6 +124,11 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*controllerSetu
 	for _, o := range options {
 		o(&setup)
 	}
+	cfg := e.cp.Config
+	if setup.exposureWatchLag > 0 {
+		cfg = lagExposureWatches(cfg, setup.exposureWatchLag)
+	}
+	mgr := newManager(t, e, cfg)
 	actuator := exposure.NewActuator(mgr, setup.actuator)
 	if err := exposure.AddToManager(context.Background(), mgr, exposure.AddOptions{
 		Actuator:   actuator,
@@ -130,15 +140,88 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*controllerSetu
 	return &controllerUnderTest{actuator: actuator, metrics: metrics, clock: clock}
 }
 
-// newManager is a manager on the shared kube-apiserver, not started yet.
-func newManager(t *testing.T, e *sharedEnv) manager.Manager {
+// newManager is a manager on the shared kube-apiserver, reached with cfg (its config, or a
+// copy with a lag), not started yet.
+func newManager(t *testing.T, e *sharedEnv, cfg *rest.Config) manager.Manager {
 	t.Helper()
-	mgr, err := framework.NewManager(e.cp.Config, e.cp.Scheme, testWriter{t})
+	mgr, err := framework.NewManager(cfg, e.cp.Scheme, testWriter{t})
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
 	return mgr
 }
+
+// lagExposureWatches returns a copy of cfg whose watches of SelfHostedShootExposures hand
+// on each event lag after it arrived; lists and every other request are not delayed.
+func lagExposureWatches(cfg *rest.Config, lag time.Duration) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && r.URL.Query().Get("watch") == "true" && strings.HasSuffix(r.URL.Path, "/selfhostedshootexposures") {
+				resp.Body = lagged(resp.Body, lag)
+			}
+			return resp, err
+		})
+	})
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// lagged hands on what body delivers, each piece lag after it arrived: a constant lag,
+// however the reader cuts the stream.
+func lagged(body io.ReadCloser, lag time.Duration) io.ReadCloser {
+	type piece struct {
+		b   []byte
+		at  time.Time
+		err error
+	}
+	pr, pw := io.Pipe()
+	pieces := make(chan piece, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(pieces)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			select {
+			case pieces <- piece{buf[:n], time.Now(), err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		for p := range pieces {
+			time.Sleep(time.Until(p.at.Add(lag)))
+			if _, err := pw.Write(p.b); err != nil {
+				return
+			}
+			if p.err != nil {
+				pw.CloseWithError(p.err)
+				return
+			}
+		}
+	}()
+	return readCloser{Reader: pr, close: func() error {
+		close(done)
+		_ = pr.Close()
+		return body.Close()
+	}}
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
 
 type testWriter struct{ t *testing.T }
 

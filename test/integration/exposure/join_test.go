@@ -50,7 +50,7 @@ func TestJoinOrder(t *testing.T) {
 	createNodeWithLabels(t, ctx, e, worker, nil)
 
 	cut := startController(t, e)
-	tracker := newManager(t, e)
+	tracker := newManager(t, e, e.cp.Config)
 	if err := nodes.AddToManager(ctx, tracker, nodes.AddOptions{Syncer: cut.actuator}); err != nil {
 		t.Fatal(err)
 	}
