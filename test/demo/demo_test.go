@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/hack/tools/imagebuild"
 	"github.com/gardener/gardener-extension-kube-vip/test/dataplane"
 	"github.com/gardener/gardener-extension-kube-vip/test/extension"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -93,6 +94,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	// The demo installs what an operator gets: the artifacts of make release-artifacts.
 	releaseDir := filepath.Join(root, "bin", "release")
 	release := makeRelease(t, root, releaseDir)
+	requireBothArchitectures(t, root, release)
 	requireReproducible(t, root, release)
 	pushedAsTheWorkflowDoes(t, root, release)
 
@@ -406,11 +408,11 @@ func neutronClient(t *testing.T, env framework.OpenStackEnv) *openstack.Network 
 	return n
 }
 
-// makeRelease runs make release-artifacts into dir, for amd64 alone (the nodes' architecture:
-// a cold arm64 build would compile every dependency once more), and loads what it wrote.
+// makeRelease runs make release-artifacts into dir, both architectures as the release
+// workflow builds them, and loads what it wrote.
 func makeRelease(t *testing.T, root, dir string) *extension.Release {
 	t.Helper()
-	mk := exec.Command("make", "--no-print-directory", "release-artifacts", "RELEASE_ARCHES=amd64", "RELEASE_DIR="+dir)
+	mk := exec.Command("make", "--no-print-directory", "release-artifacts", "RELEASE_DIR="+dir)
 	mk.Dir = root
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("make release-artifacts: %v: %s", err, out)
@@ -420,6 +422,24 @@ func makeRelease(t *testing.T, root, dir string) *extension.Release {
 		t.Fatal(err)
 	}
 	return release
+}
+
+// requireBothArchitectures: each release image is what the release workflow publishes, an
+// index of a linux/amd64 and a linux/arm64 image, both with the OCI labels and each with
+// its binary built for its architecture.
+func requireBothArchitectures(t *testing.T, root string, r *extension.Release) {
+	t.Helper()
+	keys := imagebuild.OCILabels("", "", "", "") // present, with any value
+	for _, img := range imagebuild.ReleaseImages() {
+		s, err := imagebuild.Config{Root: root}.Stage(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := r.Images[img.Name]
+		if err := imagebuild.CheckLayout(got.Layout, imagebuild.LayoutWant{Ref: got.Ref, Arches: []string{"amd64", "arm64"}, Labels: keys, Binary: s.Copies[0].Dst}); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // requireReproducible runs make release-artifacts a second time, into another directory, and

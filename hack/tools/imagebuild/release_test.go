@@ -7,15 +7,13 @@ package imagebuild
 import (
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 	"testing"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // TestLayoutPlatformsAndLabels writes a release layout of two architectures (stand-in files
-// for the binaries): one index, a linux/amd64 and a linux/arm64 image, both labelled.
+// for the binaries): one index, a linux/amd64 and a linux/arm64 image, both labelled; and
+// CheckLayout tells stand-ins and a missing architecture apart from that.
 func TestLayoutPlatformsAndLabels(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -29,57 +27,30 @@ func TestLayoutPlatformsAndLabels(t *testing.T) {
 	if err := BuildLayout(s, Options{Tag: "ghcr.io/test/x:v9.9.9", Labels: labels}, []Variant{{Arch: "amd64", Files: files}, {Arch: "arm64", Files: files}}, out); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(out)
+	want := LayoutWant{Ref: "ghcr.io/test/x:v9.9.9", Arches: []string{"amd64", "arm64"}, Labels: labels}
+	if err := CheckLayout(out, want); err != nil {
+		t.Fatal(err)
+	}
+	// The stand-ins are no binaries: asking for a real build finds that.
+	want.Binary = "/x"
+	if err := CheckLayout(out, want); err == nil || !strings.Contains(err.Error(), "/x is no ELF file") {
+		t.Errorf("CheckLayout of the stand-ins as binaries: %v, want an error for /x", err)
+	}
+	// An amd64 executable (this test's own) in both images: the arm64 one is found out.
+	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := p.ImageIndex()
-	if err != nil {
+	amd64 := map[string]string{"/out/x": self}
+	wrong := filepath.Join(dir, "wrong")
+	if err := BuildLayout(s, Options{Tag: "ghcr.io/test/x:v9.9.9", Labels: labels}, []Variant{{Arch: "amd64", Files: amd64}, {Arch: "arm64", Files: amd64}}, wrong); err != nil {
 		t.Fatal(err)
 	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
+	if err := CheckLayout(wrong, want); err == nil || !strings.Contains(err.Error(), "arm64: /x is an ELF") {
+		t.Errorf("CheckLayout of an amd64 binary in the arm64 image: %v, want an error for arm64", err)
 	}
-	if len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "ghcr.io/test/x:v9.9.9" {
-		t.Fatalf("the layout holds %+v, want one index named ghcr.io/test/x:v9.9.9", m.Manifests)
-	}
-	checkPlatforms(t, "x", idx, m.Manifests[0].Digest, labels, []string{"amd64", "arm64"})
-}
-
-// checkPlatforms checks that the image index at digest holds a linux image per architecture
-// of arches, each config saying its architecture and carrying the labels.
-func checkPlatforms(t *testing.T, name string, layoutIndex v1.ImageIndex, digest v1.Hash, labels map[string]string, arches []string) {
-	t.Helper()
-	idx, err := layoutIndex.ImageIndex(digest)
-	if err != nil {
-		t.Fatalf("%s: the layout's entry is no image index: %v", name, err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, d := range m.Manifests {
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Platform == nil || d.Platform.OS != "linux" || d.Platform.Architecture != cf.Architecture || cf.OS != "linux" {
-			t.Errorf("%s: index entry platform %+v, image config %s/%s", name, d.Platform, cf.OS, cf.Architecture)
-		}
-		got = append(got, cf.Architecture)
-		for k, v := range labels {
-			if cf.Config.Labels[k] != v {
-				t.Errorf("%s/%s: label %s = %q, want %q", name, cf.Architecture, k, cf.Config.Labels[k], v)
-			}
-		}
-	}
-	if !slices.Equal(got, arches) {
-		t.Errorf("%s: architectures %v, want %v", name, got, arches)
+	want.Binary, want.Arches = "", []string{"amd64"}
+	if err := CheckLayout(out, want); err == nil || !strings.Contains(err.Error(), "architectures [amd64 arm64], want [amd64]") {
+		t.Errorf("CheckLayout for amd64 alone: %v, want the architectures named", err)
 	}
 }
