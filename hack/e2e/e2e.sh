@@ -34,8 +34,9 @@
 #                                         # replaced by IP (stdout), as `up` rewrites it
 #
 # Input (environment): the devstack credentials as the `openstack` CLI takes them
-# (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_USER_DOMAIN_NAME,
-# OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME; e.g. `source "$GITHUB_WORKSPACE/devstack/openrc" demo demo`,
+# (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, OS_REGION_NAME, and the domains as
+# OS_USER_DOMAIN_NAME / OS_PROJECT_DOMAIN_NAME, or as the IDs devstack's openrc exports, the
+# Secret's domainName then being "Default"; e.g. `source "$GITHUB_WORKSPACE/devstack/openrc" demo demo`,
 # where gophercloud/devstack-action checks devstack out), and:
 #   E2E_NETWORK          tenant network of the control-plane nodes    (default: private)
 #   E2E_SUBNET           its IPv4 subnet                               (default: private-subnet)
@@ -210,6 +211,10 @@ security_group() {
     openstack security group rule create "$sg" --ingress --protocol tcp --dst-port 6443 --remote-ip 0.0.0.0/0 >/dev/null
     openstack security group rule create "$sg" --ingress --protocol icmp --remote-ip 0.0.0.0/0 >/dev/null
     openstack security group rule create "$sg" --ingress --protocol any --remote-group "$sg" >/dev/null
+    # The pods' own addresses (the nodes' allowed address pair): ML2/OVN's remote-group
+    # match holds the ports' fixed IPs only (neutron common/ovn/acl.py, OVN northd's port
+    # group address sets), so without this rule pod-to-pod traffic between nodes is dropped.
+    openstack security group rule create "$sg" --ingress --protocol any --remote-ip "$POD_CIDR" >/dev/null
   fi
 }
 

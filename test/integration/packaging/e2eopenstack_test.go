@@ -147,7 +147,8 @@ func TestE2EScriptOpenStackSteps(t *testing.T) {
 
 	script(append([]string{"openstack-up"}, nodes...)...)
 
-	// The nodes' security group: the API port and ICMP from anywhere, all between the nodes.
+	// The nodes' security group: the API port and ICMP from anywhere, all between the nodes
+	// and from their pods (kind's default pod network).
 	sg, err := findGroup(ctx, client, name+"-nodes")
 	if err != nil || sg == nil {
 		t.Fatalf("security group %s-nodes: %v (found: %v)", name, err, sg != nil)
@@ -162,6 +163,7 @@ func TestE2EScriptOpenStackSteps(t *testing.T) {
 		"IPv4 tcp 6443-6443 0.0.0.0/0 ",
 		"IPv4 icmp 0-0 0.0.0.0/0 ",
 		"IPv4  0-0  " + sg.ID,
+		"IPv4  0-0 10.244.0.0/16 ",
 	} {
 		if !slices.Contains(ruleSet, want) {
 			t.Errorf("security group %s has no ingress rule %q; it has %q", sg.Name, want, ruleSet)
