@@ -10,7 +10,9 @@
 set -euo pipefail
 : "${KUBE_VIP_CACHE:?}"
 
-candidate() { apt-cache show --no-all-versions prometheus 2>/dev/null | awk '/^Version:/ { print $2; exit }'; }
+# awk reads to the end: exiting at the first match would let apt-cache die of SIGPIPE, which
+# pipefail turns into this script's failure (seen once in make check).
+candidate() { apt-cache show --no-all-versions prometheus 2>/dev/null | awk '/^Version:/ && v == "" { v = $2 } END { print v }'; }
 version=$(candidate)
 if [ -z "$version" ]; then
   # apt's lists are empty on a new container; the runners of GitHub's workflows are not root.
