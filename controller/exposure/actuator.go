@@ -123,7 +123,7 @@ func (a *Actuator) reconcile(ctx context.Context, log logr.Logger, exp *extensio
 	internalOnly := in.config.InternalOnly
 	if dropped := networking.KeepRecordedFamilies(&in.config.Spec, status); len(dropped) > 0 {
 		log.Info("The shoot gained an IP family after the front door was made; the door stays as it is", "subnets", dropped)
-		in.event(corev1.EventTypeWarning, eventFamilyNotAdded, "The shoot's IP families now include the subnets %v, but the front door (VIP %s) was made without them and Gardener publishes it only once: it stays as it is, and the cluster is reached on its published address", dropped, status.VIPAddress)
+		in.event(corev1.EventTypeWarning, eventFamilyNotAdded, "The shoot's IP families now include the subnets %v, but the front door (VIP %s) was made without them and Gardener publishes it only once: it stays as it is, and the cluster is reached on its published address; a front door in the added family takes a cluster created with it", dropped, status.VIPAddress)
 	}
 	if err := networking.CheckImmutable(&in.config.Spec, status); err != nil {
 		return status, internalOnly, err

@@ -225,17 +225,38 @@ func condition(t *testing.T, exp *extensionsv1alpha1.SelfHostedShootExposure, ty
 // eventReasons lists the reasons of the Events on the exposure.
 func eventReasons(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) []string {
 	t.Helper()
+	var reasons []string
+	for _, ev := range exposureEvents(t, ctx, e, exp) {
+		reasons = append(reasons, ev.Reason)
+	}
+	return reasons
+}
+
+// eventMessage is the note of exp's first Event with the reason; "" when there is none.
+func eventMessage(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure, reason string) string {
+	t.Helper()
+	for _, ev := range exposureEvents(t, ctx, e, exp) {
+		if ev.Reason == reason {
+			return ev.Note
+		}
+	}
+	return ""
+}
+
+// exposureEvents are the Events regarding exp.
+func exposureEvents(t *testing.T, ctx context.Context, e *sharedEnv, exp *extensionsv1alpha1.SelfHostedShootExposure) []eventsv1.Event {
+	t.Helper()
 	list := &eventsv1.EventList{}
 	if err := e.cp.Client.List(ctx, list, client.InNamespace(exp.Namespace)); err != nil {
 		t.Fatalf("listing Events: %v", err)
 	}
-	var reasons []string
+	var out []eventsv1.Event
 	for _, ev := range list.Items {
 		if ev.Regarding.UID == exp.UID {
-			reasons = append(reasons, ev.Reason)
+			out = append(out, ev)
 		}
 	}
-	return reasons
+	return out
 }
 
 // checkKeystoneTLS checks that OpenStackVerified is True and warns in its message exactly

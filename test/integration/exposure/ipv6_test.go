@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,5 +271,7 @@ func TestShootMigratedToDualStackKeepsItsDoor(t *testing.T) {
 	}
 	if reasons := eventReasons(t, ctx, e, after); !slices.Contains(reasons, "IPFamilyNotAdded") {
 		t.Errorf("Events %v, want an IPFamilyNotAdded", reasons)
+	} else if msg := eventMessage(t, ctx, e, after, "IPFamilyNotAdded"); !strings.Contains(msg, "takes a cluster created with it") {
+		t.Errorf("the IPFamilyNotAdded Event %q does not say what gets a door in the added family", msg)
 	}
 }
