@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // LayoutWant is what CheckLayout expects of a release image's OCI layout.
@@ -100,34 +101,33 @@ func CheckLayout(dir string, want LayoutWant) error {
 
 // checkBinary finds path in img's layers and checks that it is an ELF executable for arch.
 func checkBinary(img v1.Image, path, arch string) error {
-	layers, err := img.Layers()
+	b, err := ReadImageFile(img, path)
 	if err != nil {
 		return err
 	}
-	name := strings.TrimPrefix(path, "/")
-	for _, l := range slices.Backward(layers) {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			return err
-		}
-		b, found, err := fileOf(rc, name)
-		_ = rc.Close()
-		if err != nil {
-			return err
-		}
-		if !found {
-			continue
-		}
-		f, err := elf.NewFile(bytes.NewReader(b))
-		if err != nil {
-			return fmt.Errorf("%s is no ELF file: %w", path, err)
-		}
-		if f.Machine != elfMachines[arch] || f.Type != elf.ET_EXEC {
-			return fmt.Errorf("%s is an ELF %s for %s, want an executable for %s", path, f.Type, f.Machine, elfMachines[arch])
-		}
-		return nil
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("%s is no ELF file: %w", path, err)
 	}
-	return fmt.Errorf("no layer holds %s", path)
+	if f.Machine != elfMachines[arch] || f.Type != elf.ET_EXEC {
+		return fmt.Errorf("%s is an ELF %s for %s, want an executable for %s", path, f.Type, f.Machine, elfMachines[arch])
+	}
+	return nil
+}
+
+// ReadImageFile returns the content of the file at path (absolute) in img's flattened
+// filesystem, as a container would see it.
+func ReadImageFile(img v1.Image, path string) ([]byte, error) {
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	b, found, err := fileOf(rc, strings.TrimPrefix(path, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the image: %w", path, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("the image holds no %s", path)
+	}
+	return b, nil
 }
 
 // fileOf returns the content of the file name in the tar stream r.

@@ -53,22 +53,11 @@ func files(t *testing.T, img v1.Image) map[string]*tar.Header {
 
 func readFile(t *testing.T, img v1.Image, name string) []byte {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s not in the image: %v", name, err)
-		}
-		if "/"+h.Name == name {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
+	b, err := ReadImageFile(img, name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return b
 }
 
 // TestImagesMatchDockerfiles builds each image the way the nodes get it (tarball written

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,8 +210,10 @@ func lagged(body io.ReadCloser, lag time.Duration) io.ReadCloser {
 			}
 		}
 	}()
+	// Callers may close a body twice (client-go's watch decoder and its stream's owner).
+	var once sync.Once
 	return readCloser{Reader: pr, close: func() error {
-		close(done)
+		once.Do(func() { close(done) })
 		_ = pr.Close()
 		return body.Close()
 	}}
