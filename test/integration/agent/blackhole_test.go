@@ -238,6 +238,11 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 			continue
 		}
 		t.Errorf("round %d: the VIP moved although only the follower %s was cut: %s; the Lease's records: %s", round, follower, changes(rep), lease.history())
+		// CI keeps no agent logs: what each agent said about the VIP and the Lease explains the move.
+		for _, n := range h.Nodes() {
+			logLines(t, n, c.Agent(n).LogPath(), "VIP removed", "VIP added", "fenced", "Fenced", "went missing", "stall", "Health changed",
+				"Became leader", "Stopped leading", "Lease expired", "Reading the Lease", "forgetting the holder", "answers for the VIP")
+		}
 	}
 }
 
