@@ -237,6 +237,14 @@ func TestBlackholedFollowerMovesNothing(t *testing.T) {
 				round, prev.holder, prev.at.Format(time.StampMilli), next.holder, next.seen.Format(time.StampMilli), rep.Changes[1].At.Format(time.StampMilli))
 			continue
 		}
+		// A renewal may commit after the holder gave up waiting for it: the Lease then shows
+		// a record the holder never learned of, and its hold runs from the renewal before. Its
+		// own log says where the hold it kept ended.
+		if end, ok := stalledHoldEnd(t, c, holder, rep.Changes[1].At); ok {
+			t.Logf("round %d: the VIP left %s at %s, at the end of the stalled hold it logged (until %s): the holder had to drop it; not the follower's doing",
+				round, holder, rep.Changes[1].At.Format(time.StampMilli), end.Format(time.StampMilli))
+			continue
+		}
 		t.Errorf("round %d: the VIP moved although only the follower %s was cut: %s; the Lease's records: %s", round, follower, changes(rep), lease.history())
 		// CI keeps no agent logs: what each agent said about the VIP and the Lease explains the move.
 		for _, n := range h.Nodes() {
@@ -263,18 +271,9 @@ func cutOff(ctx context.Context, t *testing.T, h *netns.Harness, n *netns.Node, 
 // (zero: so far).
 func earlyAttempts(t *testing.T, c *agent.Cluster, n *netns.Node, before time.Time) int {
 	t.Helper()
-	raw, err := os.ReadFile(c.Agent(n).LogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
 	count := 0
-	for _, line := range strings.Split(string(raw), "\n") {
-		var entry struct {
-			TS     time.Time `json:"ts"`
-			Msg    string    `json:"msg"`
-			Reason string    `json:"reason"`
-		}
-		if json.Unmarshal([]byte(line), &entry) != nil || (!before.IsZero() && !entry.TS.Before(before)) {
+	for _, entry := range agentLog(t, c, n) {
+		if !before.IsZero() && !entry.TS.Before(before) {
 			continue
 		}
 		if entry.Reason == election.ReasonEarly && entry.Msg == "Became leader" ||
@@ -283,6 +282,45 @@ func earlyAttempts(t *testing.T, c *agent.Cluster, n *netns.Node, before time.Ti
 		}
 	}
 	return count
+}
+
+// logEntry is the part of an agent's JSON log line the tests read.
+type logEntry struct {
+	TS     time.Time `json:"ts"`
+	Msg    string    `json:"msg"`
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until"`
+}
+
+// agentLog returns n's agent log, one entry a line.
+func agentLog(t *testing.T, c *agent.Cluster, n *netns.Node) []logEntry {
+	t.Helper()
+	raw, err := os.ReadFile(c.Agent(n).LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []logEntry
+	for _, line := range strings.Split(string(raw), "\n") {
+		var entry logEntry
+		if json.Unmarshal([]byte(line), &entry) == nil {
+			out = append(out, entry)
+		}
+	}
+	return out
+}
+
+// stalledHoldEnd finds a stalled hold that n logged and that ended when the VIP left n (at
+// left): no earlier than holdEndSlack before it, and no later than the keeper's removal may
+// lag.
+func stalledHoldEnd(t *testing.T, c *agent.Cluster, n *netns.Node, left time.Time) (time.Time, bool) {
+	t.Helper()
+	for _, entry := range agentLog(t, c, n) {
+		if strings.HasPrefix(entry.Msg, "Renewals stall; holding the term") &&
+			!left.Before(entry.Until.Add(-holdEndSlack)) && !left.After(entry.Until.Add(timing.ActiveRemovalLateness)) {
+			return entry.Until, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // etcdLeader returns the node whose etcd member leads.
