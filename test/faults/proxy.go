@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"regexp"
@@ -156,6 +158,9 @@ type Proxy struct {
 	// OnCrash is called for a Crash fault before the connection is reset.
 	onCrash func()
 	late    *lateCommit
+	// slow holds the answers to the calls of a method and class (Call.String) this long,
+	// to widen a race between two clients.
+	slow map[string]time.Duration
 }
 
 type server struct {
@@ -231,6 +236,19 @@ func (p *Proxy) Arm(f *Fault) {
 	p.calls = nil
 	p.mutating = 0
 	p.perCall = map[string]int{}
+}
+
+// Slow forwards every later call of a method and class (as Call.String gives it: "GET
+// /v2.0/ports") at once and holds Neutron's answer for d: what the client acts on is d old,
+// so two clients that each list and then create interleave as they do only now and then
+// at full speed. A slow list does not count as the list a LateCommit waits for.
+func (p *Proxy) Slow(call string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.slow == nil {
+		p.slow = map[string]time.Duration{}
+	}
+	p.slow[call] = d
 }
 
 // OnCrash sets the function that a Crash fault calls, e.g. to SIGKILL the client process.
@@ -316,7 +334,7 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 				fault, commitBefore = p.fault.Kind, p.fault.CommitBefore
 			}
 		}
-		onCrash := p.onCrash
+		onCrash, slow := p.onCrash, p.slow[call.String()]
 		if fault == Crash || fault == CrashAfter {
 			p.crashed = true
 		}
@@ -360,6 +378,8 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 			late := r.Clone(context.WithoutCancel(r.Context()))
 			late.Body = io.NopCloser(bytes.NewReader(body))
 			call.Upstream = p.holdUntilNextCall(r.Context(), collection(call.Class), commitBefore, func() int { return forward(rp, late) })
+		case slow > 0:
+			answerLate(rec, rp, r, slow)
 		default:
 			rp.ServeHTTP(rec, r)
 			if r.Method == http.MethodGet {
@@ -369,6 +389,22 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		call.Status = rec.status
 		p.record(call)
 	})
+}
+
+// answerLate forwards r at once and hands Neutron's answer to w d later, or not at all
+// when the client gives up first.
+func answerLate(w http.ResponseWriter, rp *httputil.ReverseProxy, r *http.Request, d time.Duration) {
+	answer := httptest.NewRecorder()
+	rp.ServeHTTP(answer, r)
+	select {
+	case <-time.After(d):
+	case <-r.Context().Done():
+		resetConnection(w)
+		return
+	}
+	maps.Copy(w.Header(), answer.Header())
+	w.WriteHeader(answer.Code)
+	_, _ = w.Write(answer.Body.Bytes())
 }
 
 // record adds a call to the proxy's list.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,5 +169,59 @@ func TestLateCommit(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("CommitBefore %q: Neutron saw %q, want %q", tc.before, got, tc.want)
 		}
+	}
+}
+
+// TestSlow checks that a slow call reaches Neutron at once and its answer reaches the
+// client late: a write made meanwhile is not in it.
+func TestSlow(t *testing.T) {
+	var writes atomic.Int32
+	answered := make(chan struct{}, 1)
+	neutron := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			writes.Add(1)
+		}
+		w.Header().Set("X-Writes", strconv.Itoa(int(writes.Load())))
+		_, _ = io.WriteString(w, `{}`)
+		if r.Method == http.MethodGet {
+			answered <- struct{}{}
+		}
+	}))
+	defer neutron.Close()
+	p, err := New(neutron.URL+"/v3", neutron.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const lag = 300 * time.Millisecond
+	p.Slow("GET /v2.0/ports", lag)
+
+	start := time.Now()
+	listed := make(chan string)
+	go func() {
+		resp, err := http.Get(p.NeutronURL() + "/v2.0/ports")
+		if err != nil {
+			listed <- err.Error()
+			return
+		}
+		_ = resp.Body.Close()
+		listed <- resp.Header.Get("X-Writes")
+	}()
+	// Once Neutron has answered the list, a write goes through at full speed.
+	select {
+	case <-answered:
+	case <-time.After(lag / 2):
+		t.Fatalf("Neutron had not got the slow list %s after it was sent: it is to be forwarded at once", lag/2)
+	}
+	resp, err := http.Post(p.NeutronURL()+"/v2.0/ports", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if got := <-listed; got != "0" {
+		t.Errorf("the slow list saw %q writes, want 0: it was answered before the write", got)
+	}
+	if took := time.Since(start); took < lag {
+		t.Errorf("the slow list was answered after %s, want at least %s", took, lag)
 	}
 }

@@ -99,6 +99,10 @@ type controllerSetup struct {
 	// exposureWatchLag delays each SelfHostedShootExposure watch event of the controller's
 	// cache by this much: a cache behind the API server, as on a busy one. Zero: no lag.
 	exposureWatchLag time.Duration
+	// exposureListLag answers each list of SelfHostedShootExposures (the cache's and the
+	// API reader's) this much late, with what the API server listed when asked: a slow API
+	// server, whose answer is old when it arrives. Zero: no lag.
+	exposureListLag time.Duration
 }
 
 // actuatorOptions changes the actuator's options.
@@ -126,8 +130,8 @@ func startController(t *testing.T, e *sharedEnv, options ...func(*controllerSetu
 		o(&setup)
 	}
 	cfg := e.cp.Config
-	if setup.exposureWatchLag > 0 {
-		cfg = lagExposureWatches(cfg, setup.exposureWatchLag)
+	if setup.exposureWatchLag > 0 || setup.exposureListLag > 0 {
+		cfg = lagExposureReads(cfg, setup.exposureWatchLag, setup.exposureListLag)
 	}
 	mgr := newManager(t, e, cfg)
 	actuator := exposure.NewActuator(mgr, setup.actuator)
@@ -152,17 +156,30 @@ func newManager(t *testing.T, e *sharedEnv, cfg *rest.Config) manager.Manager {
 	return mgr
 }
 
-// lagExposureWatches returns a copy of cfg whose watches of SelfHostedShootExposures hand
-// on each event lag after it arrived; lists and every other request are not delayed.
-func lagExposureWatches(cfg *rest.Config, lag time.Duration) *rest.Config {
+// lagExposureReads returns a copy of cfg whose watches of SelfHostedShootExposures hand on
+// each event watchLag after it arrived, and whose lists of them return listLag after the
+// API server answered; every other request is not delayed.
+func lagExposureReads(cfg *rest.Config, watchLag, listLag time.Duration) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
-			if err == nil && r.URL.Query().Get("watch") == "true" && strings.HasSuffix(r.URL.Path, "/selfhostedshootexposures") {
-				resp.Body = lagged(resp.Body, lag)
+			if err != nil || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/selfhostedshootexposures") {
+				return resp, err
 			}
-			return resp, err
+			if r.URL.Query().Get("watch") == "true" {
+				if watchLag > 0 {
+					resp.Body = lagged(resp.Body, watchLag)
+				}
+				return resp, nil
+			}
+			select {
+			case <-time.After(listLag):
+				return resp, nil
+			case <-r.Context().Done():
+				_ = resp.Body.Close()
+				return nil, r.Context().Err()
+			}
 		})
 	})
 	return cfg

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gardener/gardener-extension-kube-vip/controller/agentrollout"
 	"github.com/gardener/gardener-extension-kube-vip/controller/openstack"
+	"github.com/gardener/gardener-extension-kube-vip/test/faults"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
 )
 
@@ -142,12 +143,22 @@ func TestExposuresCreatedAtOnceGetOneFrontDoor(t *testing.T) {
 
 // createTwins creates two exposures of the cluster at the same instant, deleted at the end,
 // and waits for each one's first result; it fails the test unless one succeeded and the
-// other was refused.
+// other was refused. The twins reach Neutron through a proxy that answers port lists half a
+// second late, so that both have listed the cluster's ports before either creates one,
+// unless their claims run one at a time; at full speed they interleave so only now and then.
 func createTwins(t *testing.T, ctx context.Context, e *sharedEnv, id string, nodes []nodeFixture) (won, refused *extensionsv1alpha1.SelfHostedShootExposure) {
 	t.Helper()
+	proxy, err := faults.New(e.os.AuthURL, e.os.NeutronURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	proxy.Slow("GET /v2.0/ports", 500*time.Millisecond)
+	secret := passwordSecret(t, ctx, e, id, e.os.Password)
+	setSecretKeys(t, ctx, e, secret, map[string]string{"authURL": proxy.KeystoneURL()})
 	twins := []*extensionsv1alpha1.SelfHostedShootExposure{
-		newExposure(exposureOptions{name: id + "-a", nodes: nodes}),
-		newExposure(exposureOptions{name: id + "-b", nodes: nodes}),
+		newExposure(exposureOptions{name: id + "-a", nodes: nodes, secretName: secret}),
+		newExposure(exposureOptions{name: id + "-b", nodes: nodes, secretName: secret}),
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -501,7 +512,9 @@ func lostFrontDoor(t *testing.T, ctx context.Context, e *sharedEnv, id string, n
 // whose exposure was lost, reconciled by five workers, both find the lost front door; the
 // claims run one after the other, and the second sees through the API that the first
 // has taken the door over, although the controller's cache shows it only a second later:
-// one adopts it, the other is refused, and deleting the refused one leaves the door.
+// one adopts it, the other is refused, and deleting the refused one leaves the door. The
+// API server answers lists of exposures half a second late, so that claims that did not
+// wait for each other would both look before either recorded its claim.
 func TestLostFrontDoorTakenOverOnce(t *testing.T) {
 	e := env(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -510,7 +523,9 @@ func TestLostFrontDoorTakenOverOnce(t *testing.T) {
 	nodes := createNodes(t, ctx, e, id, 1)
 	_, door := lostFrontDoor(t, ctx, e, id, nodes)
 
-	startController(t, e, func(s *controllerSetup) { s.workers, s.exposureWatchLag = 5, time.Second })
+	startController(t, e, func(s *controllerSetup) {
+		s.workers, s.exposureWatchLag, s.exposureListLag = 5, time.Second, 500*time.Millisecond
+	})
 	won, refused := createTwins(t, ctx, e, id, nodes)
 	if won.Status.Ingress[0].IP != door.fip {
 		t.Errorf("%s publishes %v, want the lost front door %s", won.Name, won.Status.Ingress, door.fip)
