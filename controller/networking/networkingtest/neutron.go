@@ -290,6 +290,12 @@ func (f *Neutron) setFloatingIPPort(id, portID, op string) (*floatingips.Floatin
 }
 
 func (f *Neutron) AssociateFloatingIP(_ context.Context, id, portID string) (*floatingips.FloatingIP, error) {
+	f.Mu.Lock()
+	_, ok := f.Ports[portID]
+	f.Mu.Unlock()
+	if !ok {
+		return nil, neutronError(404, "PortNotFound", "associate floating IP "+id)
+	}
 	return f.setFloatingIPPort(id, portID, "associate floating IP")
 }
 
