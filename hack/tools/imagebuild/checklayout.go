@@ -99,7 +99,7 @@ func CheckLayout(dir string, want LayoutWant) error {
 	return nil
 }
 
-// checkBinary finds path in img's layers and checks that it is an ELF executable for arch.
+// checkBinary checks that path in img's flattened filesystem is an ELF executable for arch.
 func checkBinary(img v1.Image, path, arch string) error {
 	b, err := ReadImageFile(img, path)
 	if err != nil {

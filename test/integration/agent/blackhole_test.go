@@ -286,10 +286,11 @@ func earlyAttempts(t *testing.T, c *agent.Cluster, n *netns.Node, before time.Ti
 
 // logEntry is the part of an agent's JSON log line the tests read.
 type logEntry struct {
-	TS     time.Time `json:"ts"`
-	Msg    string    `json:"msg"`
-	Reason string    `json:"reason"`
-	Until  time.Time `json:"until"`
+	TS             time.Time `json:"ts"`
+	Msg            string    `json:"msg"`
+	Reason         string    `json:"reason"`
+	PreviousHolder string    `json:"previousHolder"`
+	Until          time.Time `json:"until"`
 }
 
 // agentLog returns n's agent log, one entry a line.

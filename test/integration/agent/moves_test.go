@@ -7,8 +7,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -168,18 +166,14 @@ func explained(ctx context.Context, t *testing.T, c *agent.Cluster, before moveS
 		}
 	}
 
-	raw, err := os.ReadFile(c.Agent(newHolder).LogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := false
-	for line := range strings.Lines(string(raw)) {
-		if strings.Contains(line, `"Became leader"`) {
-			logged = strings.Contains(line, fmt.Sprintf(`"reason":%q`, reason)) && strings.Contains(line, fmt.Sprintf(`"previousHolder":%q`, old.Name()))
+	var became *logEntry
+	for _, entry := range agentLog(t, c, newHolder) {
+		if entry.Msg == "Became leader" {
+			became = &entry
 		}
 	}
-	if !logged {
-		t.Errorf("%s's last \"Became leader\" line does not name %s and %s", newHolder, reason, old)
+	if became == nil || became.Reason != reason || became.PreviousHolder != old.Name() {
+		t.Errorf("%s's last \"Became leader\" line %+v does not name %s and %s", newHolder, became, reason, old)
 	}
 	return a
 }
