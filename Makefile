@@ -6,7 +6,7 @@
 #
 #   make demo   the extension end to end on 3 real nodes (kubelet + containerd) + local Keystone/Neutron (make demo-down stops it)
 #   make check  vet, gofmt, the SPDX headers, the generate check, actionlint, helm lint, golangci-lint
-#   make test   make check, unit tests, integration tests against the real parts
+#   make test   integration tests against the real parts, the dataplanes, then make check and the unit tests
 #
 # Needs Debian (apt), Go (go.mod's version) and root; see README.md.
 
