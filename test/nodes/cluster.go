@@ -20,10 +20,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/gardener/gardener-extension-kube-vip/hack/tools/imagebuild"
 	"github.com/gardener/gardener-extension-kube-vip/test/framework"
@@ -466,7 +469,7 @@ func (n *Node) StopNode() error {
 }
 
 // StartNode starts the node's containerd and kubelet again after StopNode, with the same
-// configuration, and waits for containerd's socket.
+// configuration, and waits until containerd's CRI answers.
 func (n *Node) StartNode(ctx context.Context) error {
 	if !n.containerd.Exited() || !n.kubelet.Exited() {
 		return fmt.Errorf("%s: containerd or kubelet still runs", n.Name())
@@ -502,15 +505,27 @@ func (n *Node) RuntimeReport() string {
 }
 
 func (n *Node) waitContainerd(ctx context.Context) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	// The socket appears before the CRI plugin has recovered the containers of an earlier
+	// run; a kubelet started then fails its runtime check and exits ("server is not
+	// initialized yet"), so the wait ends only once the CRI answers a Version call.
+	conn, err := grpc.NewClient("unix://"+n.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("containerd on %s: %w", n.Name(), err)
+	}
+	defer conn.Close()
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		if n.containerd.Exited() {
 			return false, fmt.Errorf("containerd exited (log %s)", filepath.Join(n.dir, "containerd.log"))
 		}
-		_, err := os.Stat(n.Socket())
-		return err == nil, nil
+		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, lastErr = cri.Version(callCtx, &runtimeapi.VersionRequest{})
+		return lastErr == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for containerd on %s: %w", n.Name(), err)
+		return fmt.Errorf("waiting for containerd's CRI on %s: %w (last answer: %v)", n.Name(), err, lastErr)
 	}
 	return nil
 }
