@@ -213,6 +213,10 @@ prebuild-integration:
 # most of them), so a cold machine compiles while the tests wait on timers instead of after.
 # Everything lands in the caches the steps read; a step that comes first builds what it needs
 # itself (kube-vip and golangci-lint under the same lock). Its failure fails nothing.
+# On a cold machine it is not done when the failover tests begin, and even at idle priority it
+# contends for caches and memory with them (a rollout test saw needless VIP moves): it pauses
+# (SIGSTOP, PREBUILD_PGID) from the integration tier's failover phase until the first of
+# COMPILE_STEPS.
 .PHONY: prebuild
 prebuild:
 	@start=$$SECONDS; rc=0; \
@@ -274,14 +278,16 @@ test-ovn:
 # cold machine shows what building them cost. The steps that need only Go's compiler (check,
 # unit) come last: on a cold machine, prebuild has compiled most of what they need while the
 # failover tests ran (a check's failure still fails the run).
-TEST_STEPS := kube-binaries-nodes test-integration test-dataplane test-ovn check test-unit
+COMPILE_STEPS := check test-unit
+TEST_STEPS := kube-binaries-nodes test-integration test-dataplane test-ovn $(COMPILE_STEPS)
 .PHONY: test
 test:
 	@mkdir -p $(RESULTS); rm -f $(RESULTS)/*.summary $(RESULTS)/*.json $(RESULTS)/steps $(RESULTS)/prebuild.log; rc=0; \
 	set -m; chrt --idle 0 $(MAKE) --no-print-directory prebuild >$(RESULTS)/prebuild.log 2>&1 & prebuild=$$!; set +m; \
-	trap 'kill -- -$$prebuild 2>/dev/null || true' EXIT; \
+	trap 'kill -CONT -- -$$prebuild 2>/dev/null; kill -- -$$prebuild 2>/dev/null || true' EXIT; \
 	for step in $(TEST_STEPS); do \
-	  start=$$SECONDS; $(MAKE) --no-print-directory $$step || rc=1; echo "$$step $$((SECONDS - start))" >>$(RESULTS)/steps; \
+	  case " $(COMPILE_STEPS) " in *" $$step "*) kill -CONT -- -$$prebuild 2>/dev/null || true;; esac; \
+	  start=$$SECONDS; PREBUILD_PGID=$$prebuild $(MAKE) --no-print-directory $$step || rc=1; echo "$$step $$((SECONDS - start))" >>$(RESULTS)/steps; \
 	done; \
 	wait $$prebuild || echo "make test: prebuild failed (the steps built what they needed themselves): $(RESULTS)/prebuild.log"; \
 	tail -n 1 $(RESULTS)/prebuild.log; \
