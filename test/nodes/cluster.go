@@ -525,7 +525,8 @@ func (n *Node) waitContainerd(ctx context.Context) error {
 		return lastErr == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for containerd's CRI on %s: %w (last answer: %v)", n.Name(), err, lastErr)
+		// The CRI's last answer says why it is not ready; the poll error alone only says how long.
+		return fmt.Errorf("waiting for containerd's CRI on %s: %w", n.Name(), errors.Join(err, lastErr))
 	}
 	return nil
 }
