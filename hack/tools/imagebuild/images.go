@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Image is one of the project's images: the binary it is built from and the stage that
@@ -109,7 +111,8 @@ func BuildAll(ctx context.Context, c Config, images []Image) error {
 	if c.Layout && len(c.Arches) > 0 {
 		arches = c.Arches
 	}
-	for _, img := range images {
+	stages := make([]*Stage, len(images))
+	for i, img := range images {
 		s, err := c.Stage(img)
 		if err != nil {
 			return err
@@ -117,30 +120,53 @@ func BuildAll(ctx context.Context, c Config, images []Image) error {
 		if len(s.Copies) != 1 {
 			return fmt.Errorf("%s: the final stage copies %d files; one binary is expected", img.Name, len(s.Copies))
 		}
+		stages[i] = s
+	}
+	// One architecture's builds after another, the architectures side by side: builds for
+	// one architecture share most packages, which two go commands at once would both
+	// compile on a cold cache, while on a warm one each build is mostly its link, on one core.
+	g, gctx := errgroup.WithContext(ctx)
+	for _, arch := range arches {
+		g.Go(func() error {
+			for _, img := range images {
+				if err := goBuild(gctx, c, img, arch, binaryPath(c, img, arch)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, img := range images {
 		var variants []Variant
 		for _, arch := range arches {
-			// the amd64 binary keeps its plain name (the demo and tests run bin/<name>)
-			bin := filepath.Join(c.Out, "bin", img.Name)
-			if arch != "amd64" {
-				bin += "-" + arch
-			}
-			if err := goBuild(ctx, c, img, arch, bin); err != nil {
-				return err
-			}
-			variants = append(variants, Variant{Arch: arch, Files: map[string]string{s.Copies[0].Src: bin}})
+			variants = append(variants, Variant{Arch: arch, Files: map[string]string{stages[i].Copies[0].Src: binaryPath(c, img, arch)}})
 		}
 		o := Options{Tag: c.Ref(img), CABundle: c.CABundle, Labels: c.Labels}
+		var err error
 		if c.Layout {
-			err = BuildLayout(s, o, variants, c.Tarball(img))
+			err = BuildLayout(stages[i], o, variants, c.Tarball(img))
 		} else {
 			o.Files = variants[0].Files
-			err = BuildFile(s, o, c.Tarball(img))
+			err = BuildFile(stages[i], o, c.Tarball(img))
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", img.Name, err)
 		}
 	}
 	return nil
+}
+
+// binaryPath is where BuildAll puts an image's binary for arch; the amd64 binary keeps its
+// plain name (the demo and tests run bin/<name>).
+func binaryPath(c Config, img Image, arch string) string {
+	bin := filepath.Join(c.Out, "bin", img.Name)
+	if arch != "amd64" {
+		bin += "-" + arch
+	}
+	return bin
 }
 
 func goBuild(ctx context.Context, c Config, img Image, arch, out string) error {
