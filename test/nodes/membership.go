@@ -15,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // AddNode joins a control-plane node to the running cluster, as a new machine does: the
@@ -45,7 +46,7 @@ func (c *Cluster) AddNode(ctx context.Context) (*Node, error) {
 // machine and its cloud controller manager deletes the Node: its containers, kubelet and
 // containerd end, kube-controller-manager and kube-scheduler move to another node if they
 // ran there, the harness removes the node (netns.Harness.RemoveNode: etcd member, NIC,
-// namespace), and the Node object is deleted.
+// namespace), and the Node object is deleted, and with it the pods bound to it.
 func (c *Cluster) RemoveNode(ctx context.Context, n *Node) error {
 	i := slices.Index(c.nodes, n)
 	if i < 0 {
@@ -75,6 +76,27 @@ func (c *Cluster) RemoveNode(ctx context.Context, n *Node) error {
 	}
 	if err := c.client.CoreV1().Nodes().Delete(ctx, n.Name(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("deleting the Node %s: %w", n.Name(), err))
+	}
+	// kube-controller-manager's pod GC deletes them too, but only after a fixed 40 s
+	// quarantine (and its 20 s period): the DaemonSets would count the departed node's pods
+	// for up to a minute, in which a scenario learns nothing.
+	errs = append(errs, c.deletePodsOn(ctx, n.Name()))
+	return errors.Join(errs...)
+}
+
+// deletePodsOn force-deletes every pod bound to the node, as the pod GC does for a node
+// that is gone.
+func (c *Cluster) deletePodsOn(ctx context.Context, node string) error {
+	pods, err := c.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return fmt.Errorf("listing the pods on %s: %w", node, err)
+	}
+	var errs []error
+	for _, p := range pods.Items {
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the pod %s/%s of the departed node %s: %w", p.Namespace, p.Name, node, err))
+		}
 	}
 	return errors.Join(errs...)
 }
