@@ -377,7 +377,14 @@ func (p *Proxy) handler(service string, rp *httputil.ReverseProxy) http.Handler 
 		case fault == LateCommit:
 			late := r.Clone(context.WithoutCancel(r.Context()))
 			late.Body = io.NopCloser(bytes.NewReader(body))
-			call.Upstream = p.holdUntilNextCall(r.Context(), collection(call.Class), commitBefore, func() int { return forward(rp, late) })
+			// Recorded as it commits, in the request path of the call it commits before: the
+			// client's retry goes on from there, and a test reads the record as soon as the
+			// retry succeeded, which may be before this handler sees its client gone.
+			p.holdUntilNextCall(r.Context(), collection(call.Class), commitBefore, func() {
+				call.Upstream = forward(rp, late)
+				p.record(call)
+			})
+			return
 		case slow > 0:
 			answerLate(rec, rp, r, slow)
 		default:
@@ -442,9 +449,8 @@ func collection(class string) string {
 // holdUntilNextCall holds a call whose client waits on held: once a list of the collection
 // was answered, commit runs right before the next call of the collection with the method
 // before ("" for any mutating method) reaches Neutron, or lateCommitTimeout after the
-// client gave up; it returns commit's status.
-func (p *Proxy) holdUntilNextCall(held context.Context, collection, before string, commit func() int) int {
-	var status int
+// client gave up. It returns once commit has run.
+func (p *Proxy) holdUntilNextCall(held context.Context, collection, before string, commit func()) {
 	l := &lateCommit{
 		collection: collection,
 		before: func(r *http.Request) bool {
@@ -453,7 +459,7 @@ func (p *Proxy) holdUntilNextCall(held context.Context, collection, before strin
 			}
 			return r.Method == before
 		},
-		commit: func() { status = commit() },
+		commit: commit,
 		done:   make(chan struct{}),
 	}
 	p.mu.Lock()
@@ -470,7 +476,6 @@ func (p *Proxy) holdUntilNextCall(held context.Context, collection, before strin
 		p.mu.Unlock()
 		l.run()
 	}
-	return status
 }
 
 // takeLate returns the held call that must commit before r, if any.

@@ -170,6 +170,31 @@ func TestLateCommit(t *testing.T) {
 			t.Errorf("CommitBefore %q: Neutron saw %q, want %q", tc.before, got, tc.want)
 		}
 	}
+
+	// The held call is in the record once it committed, although its handler has not seen
+	// its client go away yet (a loaded machine notices late): a test reads the record as
+	// soon as the client's retry succeeded.
+	p.Arm(&Fault{Kind: LateCommit, Index: 0, CommitBefore: http.MethodGet})
+	heldCtx, giveUp := context.WithCancel(context.Background())
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		req, _ := http.NewRequestWithContext(heldCtx, http.MethodPost, p.NeutronURL()+"/v2.0/floatingips?first", strings.NewReader(`{}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	defer func() { giveUp(); <-heldDone }()
+	for arrived := false; !arrived; time.Sleep(10 * time.Millisecond) {
+		p.mu.Lock()
+		arrived = p.late != nil
+		p.mu.Unlock()
+	}
+	call(5*time.Second, http.MethodGet, "marked")
+	call(5*time.Second, http.MethodGet, "port")
+	if !slices.ContainsFunc(p.Calls(), func(c Call) bool { return c.Fault == LateCommit && c.Upstream == http.StatusOK }) {
+		t.Errorf("after the retry's call that the held call commits before, the record has no committed held call: %+v", p.Calls())
+	}
 }
 
 // TestSlow checks that a slow call reaches Neutron at once and its answer reaches the
